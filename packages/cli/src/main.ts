@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// `counterpart`: the operator's command line. serve, migrate and keygen act locally; every other
+// operator command goes through the admin API of the running service.
+
+import { run } from "./cli.ts";
+
+process.exitCode = await run(process.argv.slice(2));

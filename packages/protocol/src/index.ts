@@ -1,0 +1,5 @@
+// The wire contract shared by the server, the SDK and the CLI.
+
+export * from "./errors.ts";
+export * from "./money.ts";
+export * from "./signing.ts";

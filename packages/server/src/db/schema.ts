@@ -1,0 +1,79 @@
+// Row types of the database, as the drivers return them: NUMERIC as a string (exact), int8 as a
+// number (ids and counts stay far below 2^53), timestamptz as PostgreSQL's UTC text so that
+// microseconds survive.
+
+import type { ColumnType, Generated } from "kysely";
+
+/** NUMERIC(38,8) read as text; written from a formatted bigint. */
+export type Numeric = ColumnType<string, string, string>;
+/** timestamptz read as text in UTC (see db/time.ts); written as ISO text or by default. */
+export type Timestamp = ColumnType<string, string | undefined, string>;
+
+export interface PartnersTable {
+  id: string;
+  name: string;
+  public_key_pem: string | null;
+  allowed_ips: ColumnType<string[], string[] | undefined, string[]>;
+  active: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CountriesTable {
+  id: string;
+  name: string;
+  supported: Generated<boolean>;
+}
+
+export interface AssetsTable {
+  id: string;
+  type: "fiat" | "crypto";
+  name_en: string;
+  decimal_places: number;
+  published: boolean;
+  depositable: boolean;
+  withdrawable: boolean;
+  usd_rate: Numeric | null;
+}
+
+export interface AssetPairsTable {
+  id: string;
+  base_id: string;
+  quote_id: string;
+  buy: Numeric;
+  sell: Numeric;
+  tradable: Generated<boolean>;
+  min_volume: Numeric;
+  max_volume: Numeric;
+  lifetime_s: Generated<number>;
+  fee_rate: Generated<string>;
+  price_at: Timestamp;
+  price_pinned: Generated<boolean>;
+}
+
+export interface UsedSignaturesTable {
+  partner_id: string;
+  signature: Uint8Array;
+  expires_at: Timestamp;
+}
+
+export interface SchemaMigrationsTable {
+  version: string;
+  applied_at: Generated<string>;
+}
+
+export interface Database {
+  partners: PartnersTable;
+  countries: CountriesTable;
+  assets: AssetsTable;
+  asset_pairs: AssetPairsTable;
+  used_signatures: UsedSignaturesTable;
+  partner_pairs: PartnerPairsTable;
+  schema_migrations: SchemaMigrationsTable;
+}
+
+export interface PartnerPairsTable {
+  partner_id: string;
+  pair_id: string;
+  available: Generated<boolean>;
+}

@@ -1,0 +1,41 @@
+// One database transaction per use case. Serialisation failures and deadlocks are retried a
+// bounded number of times; past that the caller gets a 503, never a partial commit.
+
+import type { Transaction } from "kysely";
+import { limits } from "../config/limits.ts";
+import type { Db } from "./database.ts";
+import type { Database } from "./schema.ts";
+
+export type Tx = Transaction<Database>;
+
+export class ServiceUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super("transaction retries exhausted", { cause });
+    this.name = "ServiceUnavailableError";
+  }
+}
+
+const retryableCodes = new Set(["40001", "40P01"]);
+
+export function isRetryable(err: unknown): boolean {
+  return typeof err === "object" && err !== null && retryableCodes.has((err as { code?: string }).code ?? "");
+}
+
+export function pgErrorCode(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null ? (err as { code?: string }).code : undefined;
+}
+
+export function pgConstraint(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null ? (err as { constraint?: string }).constraint : undefined;
+}
+
+export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.transaction().execute(work);
+    } catch (err) {
+      if (!isRetryable(err)) throw err;
+      if (attempt >= limits.transactionRetriesMax) throw new ServiceUnavailableError(err);
+    }
+  }
+}

@@ -1,0 +1,40 @@
+// Read use cases on the catalog, in wire shape.
+
+import type { Db } from "../../db/database.ts";
+import { assetView, pairView } from "./catalog-views.ts";
+import * as store from "./catalog-store.ts";
+
+export class CatalogService {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async listAssets() {
+    return (await store.listAssets(this.#db)).map(assetView);
+  }
+
+  async getAsset(id: string) {
+    const a = await store.findAsset(this.#db, id);
+    return a ? assetView(a) : null;
+  }
+
+  async listCountries() {
+    return store.listCountries(this.#db);
+  }
+
+  /** A country the service supports; restricted ones are absent from the public catalog. */
+  async getCountry(id: string) {
+    const c = await store.findCountry(this.#db, id);
+    return c?.supported ? { id: c.id, name: c.name } : null;
+  }
+
+  async listPairs(partnerId: string) {
+    return (await store.listPairsForPartner(this.#db, partnerId)).map(pairView);
+  }
+
+  async getPair(partnerId: string, id: string) {
+    const p = await store.findPairForPartner(this.#db, partnerId, id);
+    return p ? pairView(p) : null;
+  }
+}

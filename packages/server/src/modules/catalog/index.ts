@@ -1,0 +1,3 @@
+export { seedCatalog, englishCountryName } from "./catalog-seed.ts";
+export { catalogRoutes } from "./catalog-routes.ts";
+export { CatalogService } from "./catalog-service.ts";

@@ -1,0 +1,3 @@
+export { type AuthFailureCause, type AuthResult, PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
+export { type PartnerFailure, type PartnerResult, type PartnerView, PartnersService } from "./partners-service.ts";
+export { purgeExpiredSignatures } from "./partners-store.ts";

@@ -1,0 +1,28 @@
+// Composition root: every service built once, with its dependencies passed explicitly.
+
+import type { Config } from "./config/config.ts";
+import type { DatabaseHandle } from "./db/database.ts";
+import { CatalogService } from "./modules/catalog/index.ts";
+import { PartnerAuthenticator, PartnersService } from "./modules/partners/index.ts";
+import type { Clock } from "./platform/clock.ts";
+import type { Random } from "./platform/random.ts";
+
+export interface Services {
+  readonly config: Config;
+  readonly database: DatabaseHandle;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly authenticator: PartnerAuthenticator;
+  readonly partners: PartnersService;
+  readonly catalog: CatalogService;
+}
+
+export function buildServices(deps: { config: Config; database: DatabaseHandle; clock: Clock; random: Random }): Services {
+  const { db } = deps.database;
+  return {
+    ...deps,
+    authenticator: new PartnerAuthenticator(db, deps.clock),
+    partners: new PartnersService(db, deps.clock, deps.random),
+    catalog: new CatalogService(db),
+  };
+}
