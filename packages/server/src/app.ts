@@ -9,10 +9,11 @@ import { registerBodyParsers, checkString } from "./http/body-parsing.ts";
 import { errorHandler, sendError, validationError } from "./http/http-error.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
 import "./http/request-context.ts";
-import { signatureAuthHook } from "./http/signature-auth.ts";
+import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
 import { adminRoutes } from "./modules/admin/admin-routes.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
+import type { PartnerAuthenticator } from "./modules/partners/index.ts";
 import type { Services } from "./services.ts";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -21,6 +22,8 @@ const allMethods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const
 interface AppOptions {
   logger: FastifyBaseLogger | false;
   metrics?: HttpMetrics;
+  /** Present on the partner app: requests in the /v1/partner space are signed. */
+  authenticator?: PartnerAuthenticator;
 }
 
 function baseApp(services: Services, options: AppOptions): FastifyInstance {
@@ -48,6 +51,18 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
       );
     },
     routerOptions: { maxParamLength: 512 },
+    // A target the router cannot decode (bad percent-encoding, an over-long parameter) is a path
+    // that does not exist: 404, after authentication in the partner space.
+    frameworkErrors: (_error, request, reply) => {
+      const authenticator = options.authenticator;
+      if (authenticator === undefined || !isPartnerTarget(request.raw.url ?? "")) {
+        return sendError(reply, "not_found");
+      }
+      return authenticate(authenticator, request, reply).then(
+        (refused) => refused ?? sendError(reply, "not_found"),
+        () => sendError(reply, "internal_error"),
+      );
+    },
   });
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);
@@ -105,7 +120,7 @@ function addInputChecks(app: FastifyInstance): void {
 }
 
 export function buildPartnerApp(services: Services, options: AppOptions): FastifyInstance {
-  const app = baseApp(services, options);
+  const app = baseApp(services, { ...options, authenticator: services.authenticator });
   // Order of checks (DESIGN): size limits (parsers) → auth → route → schema → the use case.
   app.addHook("preValidation", signatureAuthHook(services.authenticator));
   addInputChecks(app);

@@ -37,14 +37,19 @@ export interface OpenOptions {
   /** PGlite's folder; null keeps PGlite in memory (tests). */
   pgliteDir: string | null;
   poolSize?: number;
+  /** PostgreSQL schema to work in (tests give each file its own). */
+  searchPath?: string;
 }
 
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
-  if (options.databaseUrl !== null) return openPostgres(options.databaseUrl, options.poolSize ?? 20);
+  if (options.databaseUrl !== null) {
+    return openPostgres(options.databaseUrl, options.poolSize ?? 20, options.searchPath);
+  }
   return openPglite(options.pgliteDir);
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<DatabaseHandle> {
+async function openPostgres(url: string, poolSize: number, searchPath: string | undefined): Promise<DatabaseHandle> {
+  if (searchPath !== undefined && !/^[a-z_][a-z0-9_]*$/.test(searchPath)) throw new Error("bad schema name");
   const types = {
     getTypeParser(id: number, format?: "text" | "binary") {
       if (id === oid.int8) return parseInt8;
@@ -57,7 +62,7 @@ async function openPostgres(url: string, poolSize: number): Promise<DatabaseHand
     connectionString: url,
     max: poolSize,
     types: types as pg.CustomTypesConfig,
-    options: "-c TimeZone=UTC",
+    options: `-c TimeZone=UTC${searchPath === undefined ? "" : ` -c search_path=${searchPath}`}`,
   });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on("error", () => {});

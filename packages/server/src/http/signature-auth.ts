@@ -15,22 +15,47 @@ function targetPath(rawUrl: string): string {
   return m?.[1] ?? rawUrl;
 }
 
-export function isPartnerSpace(request: FastifyRequest): boolean {
-  const routed = request.routeOptions.url;
-  const path = targetPath(request.raw.url ?? "");
-  const inSpace = (p: string) => p === partnerPrefix || p.startsWith(`${partnerPrefix}/`) || p.startsWith(`${partnerPrefix}?`);
-  return (routed !== undefined && inSpace(routed)) || inSpace(path);
+const inSpace = (p: string) => p === partnerPrefix || p.startsWith(`${partnerPrefix}/`) || p.startsWith(`${partnerPrefix}?`);
+
+/** Whether a raw target lies in the signed /v1/partner space. */
+export function isPartnerTarget(rawUrl: string): boolean {
+  return inSpace(targetPath(rawUrl));
 }
 
+export function isPartnerSpace(request: FastifyRequest): boolean {
+  const routed = request.routeOptions.url;
+  return (routed !== undefined && inSpace(routed)) || isPartnerTarget(request.raw.url ?? "");
+}
+
+/** A header's values as sent; Node would join a repeated custom header with ", ". */
 function header(request: FastifyRequest, name: string): string | string[] | undefined {
-  const values = request.raw.headersDistinct[name];
-  if (values === undefined || values.length === 0) return undefined;
+  const raw = request.raw.rawHeaders ?? [];
+  const values: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
+  }
+  if (values.length === 0) {
+    const given = request.headers[name];
+    if (given === undefined) return undefined;
+    return Array.isArray(given) && given.length === 1 ? given[0] : given;
+  }
   return values.length === 1 ? values[0] : values;
 }
 
 export function signatureAuthHook(authenticator: PartnerAuthenticator) {
   return async function signatureAuth(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     if (!isPartnerSpace(request)) return;
+    return authenticate(authenticator, request, reply);
+  };
+}
+
+/** Authenticates one request; on failure the fixed 401 has been sent and the reply is returned. */
+export async function authenticate(
+  authenticator: PartnerAuthenticator,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply | undefined> {
+  {
     const result = await authenticator.authenticate({
       partnerId: header(request, "x-partner-id"),
       timestamp: header(request, "x-timestamp"),
@@ -46,5 +71,6 @@ export function signatureAuthHook(authenticator: PartnerAuthenticator) {
       return reply;
     }
     request.partnerId = result.partnerId;
-  };
+    return undefined;
+  }
 }

@@ -1,0 +1,289 @@
+// Error bodies of spec §7 and DESIGN "Responses the spec leaves open": 404, 405, 413, 422, 431,
+// 500 and 503 exactly as specified, and bad input of every kind answered without a crash or a
+// stack trace.
+
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { signRequest } from "@counterpart/protocol";
+import { Type } from "typebox";
+import { limits } from "../config/limits.ts";
+import { inTransaction, ServiceUnavailableError } from "../db/transaction.ts";
+import { startTestContext, type TestContext } from "../testing/harness.ts";
+import { HttpError } from "./http-error.ts";
+
+
+describe("error responses", () => {
+  let ctx: TestContext;
+  let calls = 0;
+  before(async () => {
+    ctx = await startTestContext({
+      extraRoutes: (app) => {
+        app.get("/v1/partner/test-boom", async () => {
+          throw new Error("secret internal detail at /srv/app.ts:12");
+        });
+        app.get("/v1/partner/test-busy", async () =>
+          inTransaction(ctx.services.database.db, async () => {
+            calls++;
+            throw Object.assign(new Error("could not serialize access"), { code: "40001" });
+          }),
+        );
+        app.post(
+          "/v1/partner/test-echo",
+          {
+            schema: {
+              body: Type.Object(
+                {
+                  amount: Type.String({ maxLength: 10 }),
+                  side: Type.Union([Type.Literal("buy"), Type.Literal("sell")]),
+                  nested: Type.Optional(Type.Object({ n: Type.Integer({ minimum: 1 }) })),
+                },
+                { additionalProperties: false },
+              ),
+              querystring: Type.Object({ page: Type.Optional(Type.Integer({ minimum: 1 })) }),
+            },
+          },
+          async (request) => ({ result: request.body }),
+        );
+        app.get("/v1/partner/test-app-error", async () => {
+          throw new HttpError("invalid_client");
+        });
+      },
+    });
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  test("404 for an unknown public route, with the spec's body", async () => {
+    const res = await ctx.app.inject({ method: "GET", url: "/v1/public/nothing" });
+    assert.equal(res.statusCode, 404);
+    assert.deepEqual(res.json(), { code: 404, msg: "Not Found", msg_detail: null });
+    const asset = await ctx.app.inject({ method: "GET", url: "/v1/public/assets/NOPE" });
+    assert.equal(asset.statusCode, 404);
+    assert.deepEqual(asset.json(), { code: 404, msg: "Not Found", msg_detail: null });
+  });
+
+  test("405 for a known public path with another method", async () => {
+    const res = await ctx.app.inject({ method: "POST", url: "/v1/public/countries" });
+    assert.equal(res.statusCode, 405);
+    assert.deepEqual(res.json(), { code: 405, msg: "Method Not Allowed", msg_detail: null });
+  });
+
+  test("500: unexpected failures give the fixed body and never leak details", async () => {
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/test-boom" });
+    assert.equal(res.statusCode, 500);
+    assert.equal(res.body, '{"code":500,"msg":"Internal Server Error","msg_detail":null}');
+  });
+
+  test("503 after the bounded retries of a serialisation failure", async () => {
+    calls = 0;
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/test-busy" });
+    assert.equal(res.statusCode, 503);
+    assert.deepEqual(res.json(), { code: 503, msg: "Service Unavailable", msg_detail: null });
+    assert.equal(calls, limits.transactionRetriesMax + 1);
+  });
+
+  test("inTransaction retries a deadlock and then succeeds", async () => {
+    let n = 0;
+    const out = await inTransaction(ctx.services.database.db, async () => {
+      n++;
+      if (n < 3) throw Object.assign(new Error("deadlock detected"), { code: "40P01" });
+      return "done";
+    });
+    assert.equal(out, "done");
+    assert.equal(n, 3);
+    await assert.rejects(
+      inTransaction(ctx.services.database.db, async () => {
+        throw Object.assign(new Error("x"), { code: "40001" });
+      }),
+      ServiceUnavailableError,
+    );
+  });
+
+  test("application errors carry code, msg and a null msg_detail", async () => {
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/test-app-error" });
+    assert.equal(res.statusCode, 400);
+    assert.deepEqual(res.json(), { code: 2008, msg: "Invalid client ID", msg_detail: null });
+  });
+
+  test("422 in the Pydantic shape: missing, extra, enum, type, length, nested", async () => {
+    const res = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      body: { amount: 5, side: "hold", extra: true, nested: { n: 0 } },
+    });
+    assert.equal(res.statusCode, 422);
+    const body = res.json();
+    assert.equal(body.code, 422);
+    assert.equal(body.msg, "Validation Error");
+    const byType = Object.fromEntries(body.msg_detail.map((d: { type: string; loc: unknown[] }) => [d.type, d.loc]));
+    assert.deepEqual(byType.string_type, ["body", "amount"]);
+    assert.deepEqual(byType.enum ?? byType.literal_error, ["body", "side"]);
+    assert.deepEqual(byType.extra_forbidden, ["body", "extra"]);
+    assert.deepEqual(byType.greater_than_equal, ["body", "nested", "n"]);
+    for (const d of body.msg_detail) assert.equal(typeof d.msg, "string");
+
+    const missing = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: {} });
+    assert.deepEqual(
+      missing.json().msg_detail.map((d: { loc: unknown[]; type: string }) => [d.loc, d.type]),
+      [
+        [["body", "amount"], "missing"],
+        [["body", "side"], "missing"],
+      ],
+    );
+    const long = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: { amount: "12345678901", side: "buy" } });
+    assert.deepEqual(long.json().msg_detail, [
+      { loc: ["body", "amount"], msg: "String should have at most 10 characters", type: "string_too_long" },
+    ]);
+  });
+
+  test("422 for query values, with loc query", async () => {
+    const res = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=0", body: { amount: "1", side: "buy" } });
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().msg_detail, [
+      { loc: ["query", "page"], msg: "Input should be greater than or equal to 1", type: "greater_than_equal" },
+    ]);
+    const nan = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=abc", body: { amount: "1", side: "buy" } });
+    assert.equal(nan.json().msg_detail[0].type, "int_parsing");
+  });
+
+  test("invalid JSON is a 422 json_invalid, but only after authentication", async () => {
+    const bad = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount": "1",' });
+    assert.equal(bad.statusCode, 422);
+    assert.equal(bad.json().msg_detail[0].type, "json_invalid");
+    assert.deepEqual(bad.json().msg_detail[0].loc, ["body"]);
+    const unsigned = await ctx.app.inject({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      headers: { "content-type": "application/json" },
+      payload: '{"amount": "1",',
+    });
+    assert.equal(unsigned.statusCode, 401);
+  });
+
+  test("JSON nested deeper than the limit, NUL bytes and lone surrogates are a 422", async () => {
+    const deep = `${"[".repeat(limits.jsonDepthMax + 1)}${"]".repeat(limits.jsonDepthMax + 1)}`;
+    const d = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: deep });
+    assert.equal(d.statusCode, 422);
+    assert.equal(d.json().msg_detail[0].type, "json_invalid");
+    const veryDeep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    assert.equal((await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: veryDeep })).statusCode, 422);
+
+    const nul = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount":"1\\u0000","side":"buy"}' });
+    assert.equal(nul.statusCode, 422);
+    assert.deepEqual(nul.json().msg_detail[0].loc, ["body", "amount"]);
+    const lone = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount":"\\ud800","side":"buy"}' });
+    assert.equal(lone.statusCode, 422);
+    assert.equal(lone.json().msg_detail[0].type, "string_unicode");
+    const q = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=%00", body: { amount: "1", side: "buy" } });
+    assert.equal(q.statusCode, 422);
+    assert.deepEqual(q.json().msg_detail[0].loc, ["query", "page"]);
+  });
+
+  test("a body that is not a JSON object, or no body, is a 422", async () => {
+    for (const body of ["[]", '"x"', "null", "42"]) {
+      const res = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body });
+      assert.equal(res.statusCode, 422, body);
+      assert.deepEqual(res.json().msg_detail[0].loc, ["body"], body);
+    }
+    const none = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo" });
+    assert.equal(none.statusCode, 422);
+  });
+
+  test("413 for a JSON body over 1 MiB, before authentication", async () => {
+    const big = JSON.stringify({ amount: "x".repeat(limits.jsonBodyBytesMax) });
+    const res = await ctx.app.inject({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      headers: { "content-type": "application/json" },
+      payload: big,
+    });
+    assert.equal(res.statusCode, 413);
+    assert.deepEqual(res.json(), { code: 413, msg: "Payload Too Large", msg_detail: null });
+  });
+
+  test("431 for headers over 16 KiB, and 413 announced by Content-Length, on a real socket", async () => {
+    await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const big = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        { host: "127.0.0.1", port, path: "/v1/public/assets", headers: { "x-big": "a".repeat(limits.headerBytesMax + 1) } },
+        (res) => {
+          let body = "";
+          res.on("data", (c) => (body += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(big.status, 431);
+    assert.deepEqual(JSON.parse(big.body), { code: 431, msg: "Request Header Fields Too Large", msg_detail: null });
+
+    const announced = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: "/v1/partner/test-echo",
+          headers: { "content-type": "application/json", "content-length": String(limits.jsonBodyBytesMax + 1) },
+        },
+        (res) => {
+          let body = "";
+          res.on("data", (c) => (body += c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on("error", reject);
+      // Only a few bytes are sent: the answer must come from the announced length alone.
+      req.write("{");
+    });
+    assert.equal(announced.status, 413);
+    assert.deepEqual(JSON.parse(announced.body), { code: 413, msg: "Payload Too Large", msg_detail: null });
+  });
+
+  test("malformed paths, queries and headers never crash the process", async () => {
+    const targets = [
+      "/v1/public/assets/%",
+      "/v1/public/assets/%E0%A4%A",
+      "/v1/public/countries/%00",
+      "/v1/public/assets?x=%",
+      "/v1/partner/asset-pairs/%ZZ",
+      "//v1/public/assets",
+      "/v1/public/assets/" + "a".repeat(600),
+    ];
+    for (const url of targets) {
+      const res = await ctx.app.inject({ method: "GET", url });
+      assert.ok([200, 401, 404, 422].includes(res.statusCode), `${url}: ${res.statusCode}`);
+      assert.doesNotMatch(res.body, /at .*\.ts:\d+|stack/i);
+      if (res.statusCode !== 200) assert.equal(typeof res.json().code, "number");
+    }
+    assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/public/assets/%" })).statusCode, 404);
+    assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs/%ZZ" })).statusCode, 401);
+    assert.equal((await ctx.signed({ method: "GET", url: "/v1/partner/asset-pairs/%ZZ" })).statusCode, 404);
+    const weird = await ctx.app.inject({
+      method: "GET",
+      url: "/v1/partner/asset-pairs",
+      headers: { "x-partner-id": "\u00ff\u00fe", "x-timestamp": "9".repeat(400), "x-signature": "=".repeat(88) },
+    });
+    assert.equal(weird.statusCode, 401);
+    const h = signRequest({
+      partnerId: ctx.partner.id,
+      privateKey: ctx.partner.privateKeyPem,
+      method: "GET",
+      target: "/v1/partner/asset-pairs",
+      nowMs: ctx.clock.nowMs(),
+    });
+    assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs", headers: h })).statusCode, 200);
+  });
+
+  test("every response carries a request id; a sane given one is echoed", async () => {
+    const res = await ctx.app.inject({ method: "GET", url: "/v1/public/assets", headers: { "x-request-id": "abc-123" } });
+    assert.equal(res.headers["x-request-id"], "abc-123");
+    const bad = await ctx.app.inject({ method: "GET", url: "/v1/public/assets", headers: { "x-request-id": "a b\u0001" } });
+    assert.match(String(bad.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+  });
+});

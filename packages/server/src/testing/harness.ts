@@ -1,0 +1,171 @@
+// Test harness: a fresh database per test context (PGlite in memory by default; a schema of its
+// own in the run's PostgreSQL database when TEST_DATABASE_URL is set), the partner and admin apps
+// built on it, a demo partner with a key pair, and signed requests through app.inject.
+
+import crypto from "node:crypto";
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
+import pg from "pg";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import { buildAdminApp, buildPartnerApp } from "../app.ts";
+import { type Config, loadConfig } from "../config/config.ts";
+import { type DatabaseHandle, openDatabase } from "../db/database.ts";
+import { migrate } from "../db/migrate.ts";
+import { englishCountryName, seedCatalog } from "../modules/catalog/index.ts";
+import { ManualClock } from "../platform/clock.ts";
+import { systemRandom } from "../platform/random.ts";
+import { buildServices, type Services } from "../services.ts";
+
+export const testDatabaseUrl: string | null = process.env.TEST_DATABASE_URL || null;
+export const onPostgres = testDatabaseUrl !== null;
+
+export interface TestPartner {
+  id: string;
+  privateKeyPem: string;
+  publicKeyPem: string;
+}
+
+/** Opens a migrated, seeded, empty-of-partners database for one test context. */
+export async function openTestDatabase(): Promise<DatabaseHandle> {
+  if (testDatabaseUrl === null) {
+    const database = await openDatabase({ databaseUrl: null, pgliteDir: null });
+    await migrate(database);
+    await seedCatalog(database.db, englishCountryName);
+    return database;
+  }
+  const schema = `t_${process.pid}_${crypto.randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: testDatabaseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  const database = await openDatabase({ databaseUrl: testDatabaseUrl, pgliteDir: null, searchPath: schema, poolSize: 10 });
+  await migrate(database);
+  await seedCatalog(database.db, englishCountryName);
+  return {
+    ...database,
+    close: async () => {
+      await database.close();
+      const c = new pg.Client({ connectionString: testDatabaseUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+export interface TestContext {
+  readonly app: FastifyInstance;
+  readonly admin: FastifyInstance;
+  readonly adminToken: string;
+  readonly services: Services;
+  readonly clock: ManualClock;
+  readonly partner: TestPartner;
+  readonly config: Config;
+  /** Creates another partner (allow-list: loopback and the inject address). */
+  addPartner(options?: { allowIps?: string[]; name?: string }): Promise<TestPartner>;
+  /** A request signed by `partner` (the context's own by default), at the clock's time. */
+  signed(options: SignedInject): Promise<LightMyRequestResponse>;
+  /** Admin API request with the bearer token. */
+  adminRequest(method: InjectOptions["method"], url: string, body?: unknown): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface SignedInject {
+  method: "GET" | "POST" | "PUT" | "DELETE" | "PATCH";
+  url: string;
+  /** An object is sent as JSON; a string or Buffer byte for byte. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  partner?: TestPartner;
+  /** Signing time; the context clock's time by default. */
+  timestampMs?: number;
+  remoteAddress?: string;
+}
+
+export interface TestContextOptions {
+  env?: Record<string, string>;
+  /** Test-only routes added to the partner app before it is sealed (e.g. to provoke a 500). */
+  extraRoutes?: (app: FastifyInstance) => void;
+}
+
+export async function startTestContext(options: TestContextOptions = {}): Promise<TestContext> {
+  const clock = new ManualClock(Date.UTC(2026, 10, 21, 9, 30, 0));
+  const config = loadConfig({ PRICE_FEED: "manual", ADMIN_TOKEN: "test-admin-token-0123456789", ...options.env });
+  const database = await openTestDatabase();
+  const services = buildServices({ config, database, clock, random: systemRandom });
+  const app = buildPartnerApp(services, { logger: false });
+  options.extraRoutes?.(app);
+  const admin = buildAdminApp(services, {
+    logger: false,
+    adminToken: config.adminToken!,
+    metricsText: async () => ({ contentType: "text/plain", body: "" }),
+  });
+  await app.ready();
+  await admin.ready();
+
+  async function addPartner(o: { allowIps?: string[]; name?: string } = {}): Promise<TestPartner> {
+    const keys = generateKeyPair();
+    const created = await services.partners.create({
+      name: o.name ?? "Test Partner",
+      publicKeyPem: keys.publicKeyPem,
+      allowIps: o.allowIps ?? ["127.0.0.1/32", "::1/128"],
+    });
+    if (!created.ok) throw new Error(`partner create failed: ${created.error}`);
+    return { id: created.partner.id, privateKeyPem: keys.privateKeyPem, publicKeyPem: keys.publicKeyPem };
+  }
+
+  const partner = await addPartner({ name: "Partner A" });
+
+  return {
+    app,
+    admin,
+    adminToken: config.adminToken!,
+    services,
+    clock,
+    partner,
+    config,
+    addPartner,
+    async signed(o) {
+      const who = o.partner ?? partner;
+      let payload: string | Buffer | undefined;
+      const headers: Record<string, string> = {};
+      if (o.body !== undefined) {
+        if (typeof o.body === "string" || Buffer.isBuffer(o.body)) payload = o.body as string | Buffer;
+        else payload = JSON.stringify(o.body);
+        headers["content-type"] = "application/json";
+      }
+      const sig = signRequest({
+        partnerId: who.id,
+        privateKey: who.privateKeyPem,
+        method: o.method,
+        target: o.url,
+        body: payload ?? "",
+        nowMs: o.timestampMs ?? clock.nowMs(),
+      });
+      return app.inject({
+        method: o.method,
+        url: o.url,
+        headers: { ...headers, ...sig, ...o.headers },
+        remoteAddress: o.remoteAddress ?? "127.0.0.1",
+        ...(payload === undefined ? {} : { payload }),
+      });
+    },
+    adminRequest(method, url, body) {
+      return admin.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${config.adminToken}` },
+        ...(body === undefined ? {} : { payload: body as object }),
+      });
+    },
+    async close() {
+      await Promise.allSettled([app.close(), admin.close()]);
+      await database.close();
+    },
+  };
+}
