@@ -21,7 +21,11 @@ export const errorCatalog = {
     status: 400,
     msg: "Government ID is already being used by another approved client",
   },
-  duplicate_order_ref: { code: 2020, status: 409, msg: "An order with this partner_order_ref already exists" },
+  duplicate_order_ref: {
+    code: 2020,
+    status: 409,
+    msg: "An order with this partner_order_ref already exists",
+  },
   client_under_age: { code: 2021, status: 400, msg: "Client is under the legal age" },
   invalid_residency: { code: 2022, status: 400, msg: "Invalid residency country" },
   invalid_citizenship: { code: 2023, status: 400, msg: "Invalid citizenship country" },

@@ -20,6 +20,9 @@ import {
 // oracle tests batch every generated value into one python3 process per run.
 const HAVE_PYTHON = spawnSync("python3", ["-c", "import decimal"], { timeout: 10_000 }).status === 0;
 const PYTHON_SKIP = HAVE_PYTHON ? false : "python3 is not available";
+// Shrinking would re-run python3 for every candidate; the mismatch list in
+// each assertion already names the failing values, so stop at the first.
+const PYTHON_RUNS = { numRuns: 2, endOnFailure: true };
 
 function runPython(script: string, input: unknown): unknown {
   const result = spawnSync("python3", ["-c", script], {
@@ -74,9 +77,7 @@ const ok = (value: bigint): ParseResult => ({ ok: true, value });
 
 /** Bigints spread over magnitudes, so short and long coefficients both show up. */
 function bigIntUpToDigits(maxDigits: number, min: bigint): fc.Arbitrary<bigint> {
-  return fc
-    .integer({ min: 1, max: maxDigits })
-    .chain((n) => fc.bigInt({ min, max: 10n ** BigInt(n) - 1n }));
+  return fc.integer({ min: 1, max: maxDigits }).chain((n) => fc.bigInt({ min, max: 10n ** BigInt(n) - 1n }));
 }
 
 const signedUpToDigits = (maxDigits: number): fc.Arbitrary<bigint> =>
@@ -88,7 +89,8 @@ const digit = fc.oneof(
   { arbitrary: fc.constantFrom("1", "2", "3", "4", "5", "6", "7", "8", "9"), weight: 7 },
 );
 const digits = (minLength: number, maxLength: number): fc.Arbitrary<string> =>
-  fc.string({ unit: digit, minLength, maxLength });
+  // size "max" because the default caps lengths near 10, hiding long fractions.
+  fc.string({ unit: digit, minLength, maxLength, size: "max" });
 
 /** Strings in the accepted grammar and within its bounds (<= 40 significant digits, |exp| <= 30). */
 const grammarString: fc.Arbitrary<string> = fc
@@ -97,15 +99,24 @@ const grammarString: fc.Arbitrary<string> = fc
     leadingZeros: fc.integer({ min: 0, max: 3 }),
     intPart: digits(1, 20),
     fraction: fc.option(digits(1, 15), { nil: undefined }),
-    exponent: fc.option(
+  })
+  .chain((mantissa) => {
+    const fractionLength = mantissa.fraction?.length ?? 0;
+    // Uniform exponents rarely bring a long fraction back within 8 places,
+    // so half of them aim at that boundary for the fraction just drawn.
+    const nearBoundary = fc
+      .integer({ min: -3, max: 3 })
+      .map((delta) => Math.max(-30, Math.min(30, fractionLength - SCALE + delta)));
+    const exponent = fc.option(
       fc.record({
         marker: fc.constantFrom("e", "E"),
         plus: fc.boolean(),
         zeros: fc.integer({ min: 0, max: 2 }),
-        value: fc.oneof(fc.integer({ min: -12, max: 12 }), fc.integer({ min: -30, max: 30 })),
+        value: fc.oneof(fc.integer({ min: -30, max: 30 }), nearBoundary),
       }),
       { nil: undefined },
-    ),
+    );
+    return exponent.map((exp) => ({ ...mantissa, exponent: exp }));
   })
   .map(({ negative, leadingZeros, intPart, fraction, exponent }) => {
     let s = `${negative ? "-" : ""}${"0".repeat(leadingZeros)}${intPart}`;
@@ -150,9 +161,44 @@ describe("parseAmount", () => {
 
   test("refuses text outside the grammar", () => {
     const cases = [
-      "", " ", "-", "+", ".", "+1", "+1.5", ".5", "-.5", "5.", "5.e3", "1e", "1e+", "1e-", "e5",
-      " 1", "1 ", "1 000", "1_000", "1,5", "0x10", "0b1", "1n", "NaN", "nan", "Infinity", "-Infinity",
-      "inf", "1..5", "1.5.5", "--1", "-+1", "1e5.5", "1E5E5", "１", "١", "1\n", "\t1",
+      "",
+      " ",
+      "-",
+      "+",
+      ".",
+      "+1",
+      "+1.5",
+      ".5",
+      "-.5",
+      "5.",
+      "5.e3",
+      "1e",
+      "1e+",
+      "1e-",
+      "e5",
+      " 1",
+      "1 ",
+      "1 000",
+      "1_000",
+      "1,5",
+      "0x10",
+      "0b1",
+      "1n",
+      "NaN",
+      "nan",
+      "Infinity",
+      "-Infinity",
+      "inf",
+      "1..5",
+      "1.5.5",
+      "--1",
+      "-+1",
+      "1e5.5",
+      "1E5E5",
+      "１",
+      "١",
+      "1\n",
+      "\t1",
     ];
     for (const input of cases) {
       assert.deepEqual(parseAmount(input), PARSING, JSON.stringify(input));
@@ -172,13 +218,29 @@ describe("parseAmount", () => {
     assert.deepEqual(parseAmount(`1${"0".repeat(40)}`), PARSING, "trailing zeros are significant");
     assert.deepEqual(parseAmount(`1.${"0".repeat(40)}`), PARSING);
     assert.deepEqual(parseAmount(`1.${"0".repeat(39)}`), ok(ONE));
-    assert.deepEqual(parseAmount(`${"0".repeat(100)}${forty}`), ok(BigInt(forty) * ONE), "leading zeros are not");
+    assert.deepEqual(
+      parseAmount(`${"0".repeat(100)}${forty}`),
+      ok(BigInt(forty) * ONE),
+      "leading zeros are not",
+    );
     assert.deepEqual(parseAmount(`0.${"0".repeat(100)}1`), MAX_PLACES);
     assert.deepEqual(parseAmount(`${"9".repeat(40)}e30`), ok(BigInt("9".repeat(40)) * 10n ** 38n));
   });
 
   test("requires a value greater than zero", () => {
-    for (const input of ["0", "0.0", "00", "0E-8", "0e-30", "0e30", "-0", "-0.00000000", "-1", "-0.00000001", "-1e30"]) {
+    for (const input of [
+      "0",
+      "0.0",
+      "00",
+      "0E-8",
+      "0e-30",
+      "0e30",
+      "-0",
+      "-0.00000000",
+      "-1",
+      "-0.00000001",
+      "-1e30",
+    ]) {
       assert.deepEqual(parseAmount(input), GREATER_THAN, input);
     }
     // Zero has no decimal places however it is written, so it is a sign error.
@@ -204,32 +266,15 @@ describe("parseAmount", () => {
     assert.notEqual(first, parseAmount("x"));
   });
 
-  test("stays cheap on hostile input", () => {
-    const hostile = [
-      "1e30",
-      `1${"1234567890".repeat(4)}`,
-      `${"9".repeat(40)}e30`,
-      `${"9".repeat(40)}e-30`,
-      "1e-30",
-      `-${"9".repeat(40)}.0e+30`,
-    ];
-    const iterations = 20_000;
-    const start = performance.now();
-    for (let i = 0; i < iterations; i++) {
-      for (const input of hostile) parseAmount(input);
-    }
-    const perCallMicros = ((performance.now() - start) * 1000) / (iterations * hostile.length);
-    // Typically well under 2µs; the bound only catches a quadratic or
-    // unbounded-BigInt regression, not ordinary machine noise.
-    assert.ok(perCallMicros < 50, `${perCallMicros.toFixed(2)}µs per call`);
-
-    // Long input is linear work and still ends in the right verdict.
-    const long = performance.now();
+  // How fast hostile inputs are refused is measured by `npm run bench` (parse section), not here.
+  test("hostile inputs end in the right verdict", () => {
+    assert.deepEqual(parseAmount("1e30"), ok(10n ** 38n));
+    assert.deepEqual(parseAmount("1e31"), PARSING);
+    assert.deepEqual(parseAmount(`${"9".repeat(41)}`), PARSING);
     assert.deepEqual(parseAmount(`${"0".repeat(1_000_000)}1`), ok(ONE));
     assert.deepEqual(parseAmount("1".repeat(1_000_000)), PARSING);
     assert.deepEqual(parseAmount(`1e${"0".repeat(1_000_000)}5`), ok(10n ** 13n));
     assert.deepEqual(parseAmount(`1.${"1".repeat(1_000_000)}x`), PARSING);
-    assert.ok(performance.now() - long < 1000, "megabyte inputs should take milliseconds");
   });
 
   test("round-trips formatDecimal for every positive amount within 40 digits", () => {
@@ -247,7 +292,10 @@ describe("parseAmount", () => {
       .map(([int, frac, last]) => `${int}.${frac}${last}`);
     // A coefficient with no trailing zero keeps every one of its places.
     const scientificTooPrecise = fc
-      .tuple(bigIntUpToDigits(40, 1n).filter((c) => c % 10n !== 0n), fc.integer({ min: 9, max: 30 }))
+      .tuple(
+        bigIntUpToDigits(40, 1n).filter((c) => c % 10n !== 0n),
+        fc.integer({ min: 9, max: 30 }),
+      )
       .map(([coefficient, places]) => `${coefficient}E-${places}`);
     fc.assert(
       fc.property(fc.oneof(plainTooPrecise, scientificTooPrecise), (input) => {
@@ -265,8 +313,7 @@ describe("parseAmount", () => {
         const mismatches = inputs.flatMap((input, i) => {
           const py = expected[i];
           assert.ok(py !== undefined && py !== "invalid", `python refused ${input}`);
-          const wantAmount =
-            py === "places" ? MAX_PLACES : BigInt(py) > 0n ? ok(BigInt(py)) : GREATER_THAN;
+          const wantAmount = py === "places" ? MAX_PLACES : BigInt(py) > 0n ? ok(BigInt(py)) : GREATER_THAN;
           const wantDecimal = py === "places" ? null : BigInt(py);
           const gotAmount = parseAmount(input);
           const gotDecimal = parseDecimal(input);
@@ -277,7 +324,7 @@ describe("parseAmount", () => {
         });
         assert.deepEqual(mismatches, []);
       }),
-      { numRuns: 2 },
+      PYTHON_RUNS,
     );
   });
 });
@@ -336,7 +383,7 @@ describe("parseDecimal", () => {
         const mismatches = accepted.filter((input, i) => expected[i] !== String(parseDecimal(input)));
         assert.deepEqual(mismatches, []);
       }),
-      { numRuns: 2 },
+      PYTHON_RUNS,
     );
   });
 });
@@ -370,13 +417,18 @@ describe("formatDecimal", () => {
   test("matches Python's decimal for random values", { skip: PYTHON_SKIP }, () => {
     fc.assert(
       fc.property(fc.array(signedUpToDigits(45), { minLength: 300, maxLength: 300 }), (values) => {
-        const expected = runPython(PY_FORMAT, values.map((v) => [v.toString(), SCALE])) as string[];
+        const expected = runPython(
+          PY_FORMAT,
+          values.map((v) => [v.toString(), SCALE]),
+        ) as string[];
         const mismatches = values.flatMap((v, i) =>
-          formatDecimal(v) === expected[i] ? [] : [{ value: `${v}n`, ours: formatDecimal(v), python: expected[i] }],
+          formatDecimal(v) === expected[i]
+            ? []
+            : [{ value: `${v}n`, ours: formatDecimal(v), python: expected[i] }],
         );
         assert.deepEqual(mismatches, []);
       }),
-      { numRuns: 2 },
+      PYTHON_RUNS,
     );
   });
 });
@@ -422,13 +474,18 @@ describe("formatDecimalAtScale", () => {
     const pair = fc.tuple(signedUpToDigits(30), fc.integer({ min: -6, max: 24 }));
     fc.assert(
       fc.property(fc.array(pair, { minLength: 300, maxLength: 300 }), (pairs) => {
-        const expected = runPython(PY_FORMAT, pairs.map(([v, s]) => [v.toString(), s])) as string[];
+        const expected = runPython(
+          PY_FORMAT,
+          pairs.map(([v, s]) => [v.toString(), s]),
+        ) as string[];
         const mismatches = pairs.flatMap(([v, s], i) =>
-          formatDecimalAtScale(v, s) === expected[i] ? [] : [{ value: `${v}n`, scale: s, python: expected[i] }],
+          formatDecimalAtScale(v, s) === expected[i]
+            ? []
+            : [{ value: `${v}n`, scale: s, python: expected[i] }],
         );
         assert.deepEqual(mismatches, []);
       }),
-      { numRuns: 2 },
+      PYTHON_RUNS,
     );
   });
 });
@@ -441,7 +498,7 @@ describe("mulDiv", () => {
       [6n, 1n, 2n, 3n, 3n],
       [0n, 5n, 3n, 0n, 0n],
       [1n, 1n, 3n, 0n, 1n],
-      [10n ** 30n, 10n ** 30n, 3n, (10n ** 60n) / 3n, (10n ** 60n) / 3n + 1n],
+      [10n ** 30n, 10n ** 30n, 3n, 10n ** 60n / 3n, 10n ** 60n / 3n + 1n],
     ];
     for (const [a, b, d, down, up] of cases) {
       assert.equal(mulDiv(a, b, d, "down"), down, `${a}*${b}/${d} down`);

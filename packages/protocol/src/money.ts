@@ -45,7 +45,7 @@ function decode(input: string): Decoded | null {
   const [, sign = "", intDigits = "", fracDigits = "", expSign = "", expDigits = ""] = match;
 
   const expMagnitude = stripLeadingZeros(expDigits);
-  // Checked as text first: a thousand-digit exponent must not reach Number().
+  // Judged on the text: however many digits it has, a longer exponent is out of range.
   if (expMagnitude.length > 2) return null;
   const exp = expSign === "-" ? -Number(expMagnitude || "0") : Number(expMagnitude || "0");
   if (Math.abs(exp) > MAX_EXPONENT) return null;
@@ -104,7 +104,7 @@ export function parseAmount(input: unknown): ParseResult {
   if (decoded === null) {
     return { ok: false, type: "decimal_parsing", msg: "Input should be a valid decimal" };
   }
-  if (decimalPlaces(decoded) > SCALE + 1) {
+  if (decimalPlaces(decoded) > SCALE) {
     return {
       ok: false,
       type: "decimal_max_places",

@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import Fastify from "fastify";
 import { limits } from "./config/limits.ts";
-import { registerBodyParsers, checkString } from "./http/body-parsing.ts";
+import { checkString, registerBodyParsers } from "./http/body-parsing.ts";
 import { errorHandler, sendError, validationError } from "./http/http-error.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
 import "./http/request-context.ts";
@@ -40,7 +40,8 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
     },
     // 431 and other malformed requests that never reach routing get the same body shape.
     clientErrorHandler: (err, socket) => {
-      if ((err as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed || !socket.writable) return;
+      if ((err as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed || !socket.writable)
+        return;
       const overflow = (err as NodeJS.ErrnoException).code === "HPE_HEADER_OVERFLOW";
       const body = overflow
         ? '{"code":431,"msg":"Request Header Fields Too Large","msg_detail":null}'
@@ -93,7 +94,7 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
       app.route({
         method: missing,
         url,
-       
+
         handler: async (_request, reply) => sendError(reply, "method_not_allowed"),
       });
     }

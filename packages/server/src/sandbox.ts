@@ -36,7 +36,10 @@ export function folderSecret(dataDir: string, name: string, configured: string |
 }
 
 /** Where the running service listens, for the CLI and scripts started beside it. */
-export function writeEndpoints(dataDir: string, endpoints: { partner_url: string | null; admin_url: string | null }): void {
+export function writeEndpoints(
+  dataDir: string,
+  endpoints: { partner_url: string | null; admin_url: string | null },
+): void {
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(path.join(dataDir, "endpoints.json"), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

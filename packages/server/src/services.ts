@@ -17,7 +17,12 @@ export interface Services {
   readonly catalog: CatalogService;
 }
 
-export function buildServices(deps: { config: Config; database: DatabaseHandle; clock: Clock; random: Random }): Services {
+export function buildServices(deps: {
+  config: Config;
+  database: DatabaseHandle;
+  clock: Clock;
+  random: Random;
+}): Services {
   const { db } = deps.database;
   return {
     ...deps,

@@ -72,7 +72,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
 
   const workers = integer("WORKERS", 1, 1, 64);
   if (workers > 1 && databaseUrl === null) {
-    problems.push("WORKERS: more than one process needs PostgreSQL (set DATABASE_URL); PGlite serves one process");
+    problems.push(
+      "WORKERS: more than one process needs PostgreSQL (set DATABASE_URL); PGlite serves one process",
+    );
   }
 
   const logLevel = (env.LOG_LEVEL || "info") as LogLevel;

@@ -8,8 +8,8 @@ import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import pg from "pg";
-import { isoFromPg } from "./time.ts";
 import type { Database } from "./schema.ts";
+import { isoFromPg } from "./time.ts";
 
 export type Db = Kysely<Database>;
 
@@ -48,7 +48,11 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   return openPglite(options.pgliteDir);
 }
 
-async function openPostgres(url: string, poolSize: number, searchPath: string | undefined): Promise<DatabaseHandle> {
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  searchPath: string | undefined,
+): Promise<DatabaseHandle> {
   if (searchPath !== undefined && !/^[a-z_][a-z0-9_]*$/.test(searchPath)) throw new Error("bad schema name");
   const types = {
     getTypeParser(id: number, format?: "text" | "binary") {

@@ -18,7 +18,10 @@ export function listMigrations(): Migration[] {
     .readdirSync(migrationsDir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
     .sort()
-    .map((f) => ({ version: f.replace(/\.sql$/, ""), sql: fs.readFileSync(path.join(migrationsDir, f), "utf8") }));
+    .map((f) => ({
+      version: f.replace(/\.sql$/, ""),
+      sql: fs.readFileSync(path.join(migrationsDir, f), "utf8"),
+    }));
 }
 
 /** Applies the pending migrations and returns their versions. */
@@ -31,7 +34,9 @@ export async function migrate(database: DatabaseHandle): Promise<string[]> {
         version text PRIMARY KEY,
         applied_at timestamptz NOT NULL DEFAULT now()
       )`);
-      const done = new Set((await run("SELECT version FROM schema_migrations")).map((r) => String(r.version)));
+      const done = new Set(
+        (await run("SELECT version FROM schema_migrations")).map((r) => String(r.version)),
+      );
       const applied: string[] = [];
       for (const m of listMigrations()) {
         if (done.has(m.version)) continue;

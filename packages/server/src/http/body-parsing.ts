@@ -62,7 +62,11 @@ function walk(value: unknown, loc: (string | number)[], depth: number): FieldErr
   if (typeof value === "string") return checkString(value, loc);
   if (value === null || typeof value !== "object") return null;
   if (depth >= limits.jsonDepthMax) {
-    return { loc: ["body"], msg: `JSON nesting deeper than ${limits.jsonDepthMax} levels`, type: "json_invalid" };
+    return {
+      loc: ["body"],
+      msg: `JSON nesting deeper than ${limits.jsonDepthMax} levels`,
+      type: "json_invalid",
+    };
   }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -85,7 +89,11 @@ export function checkString(value: string, loc: (string | number)[]): FieldError
     return { loc, msg: "String should not contain NUL characters", type: "string_nul" };
   }
   if (!value.isWellFormed()) {
-    return { loc, msg: "Input should be a valid string, unable to parse raw data as a unicode string", type: "string_unicode" };
+    return {
+      loc,
+      msg: "Input should be a valid string, unable to parse raw data as a unicode string",
+      type: "string_unicode",
+    };
   }
   return null;
 }

@@ -13,7 +13,6 @@ import { inTransaction, ServiceUnavailableError } from "../db/transaction.ts";
 import { startTestContext, type TestContext } from "../testing/harness.ts";
 import { HttpError } from "./http-error.ts";
 
-
 describe("error responses", () => {
   let ctx: TestContext;
   let calls = 0;
@@ -118,7 +117,9 @@ describe("error responses", () => {
     const body = res.json();
     assert.equal(body.code, 422);
     assert.equal(body.msg, "Validation Error");
-    const byType = Object.fromEntries(body.msg_detail.map((d: { type: string; loc: unknown[] }) => [d.type, d.loc]));
+    const byType = Object.fromEntries(
+      body.msg_detail.map((d: { type: string; loc: unknown[] }) => [d.type, d.loc]),
+    );
     assert.deepEqual(byType.string_type, ["body", "amount"]);
     assert.deepEqual(byType.enum ?? byType.literal_error, ["body", "side"]);
     assert.deepEqual(byType.extra_forbidden, ["body", "extra"]);
@@ -133,19 +134,35 @@ describe("error responses", () => {
         [["body", "side"], "missing"],
       ],
     );
-    const long = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: { amount: "12345678901", side: "buy" } });
+    const long = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      body: { amount: "12345678901", side: "buy" },
+    });
     assert.deepEqual(long.json().msg_detail, [
       { loc: ["body", "amount"], msg: "String should have at most 10 characters", type: "string_too_long" },
     ]);
   });
 
   test("422 for query values, with loc query", async () => {
-    const res = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=0", body: { amount: "1", side: "buy" } });
+    const res = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo?page=0",
+      body: { amount: "1", side: "buy" },
+    });
     assert.equal(res.statusCode, 422);
     assert.deepEqual(res.json().msg_detail, [
-      { loc: ["query", "page"], msg: "Input should be greater than or equal to 1", type: "greater_than_equal" },
+      {
+        loc: ["query", "page"],
+        msg: "Input should be greater than or equal to 1",
+        type: "greater_than_equal",
+      },
     ]);
-    const nan = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=abc", body: { amount: "1", side: "buy" } });
+    const nan = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo?page=abc",
+      body: { amount: "1", side: "buy" },
+    });
     assert.equal(nan.json().msg_detail[0].type, "int_parsing");
   });
 
@@ -169,15 +186,30 @@ describe("error responses", () => {
     assert.equal(d.statusCode, 422);
     assert.equal(d.json().msg_detail[0].type, "json_invalid");
     const veryDeep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
-    assert.equal((await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: veryDeep })).statusCode, 422);
+    assert.equal(
+      (await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: veryDeep })).statusCode,
+      422,
+    );
 
-    const nul = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount":"1\\u0000","side":"buy"}' });
+    const nul = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      body: '{"amount":"1\\u0000","side":"buy"}',
+    });
     assert.equal(nul.statusCode, 422);
     assert.deepEqual(nul.json().msg_detail[0].loc, ["body", "amount"]);
-    const lone = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount":"\\ud800","side":"buy"}' });
+    const lone = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      body: '{"amount":"\\ud800","side":"buy"}',
+    });
     assert.equal(lone.statusCode, 422);
     assert.equal(lone.json().msg_detail[0].type, "string_unicode");
-    const q = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo?page=%00", body: { amount: "1", side: "buy" } });
+    const q = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo?page=%00",
+      body: { amount: "1", side: "buy" },
+    });
     assert.equal(q.statusCode, 422);
     assert.deepEqual(q.json().msg_detail[0].loc, ["query", "page"]);
   });
@@ -209,7 +241,12 @@ describe("error responses", () => {
     const { port } = ctx.app.server.address() as AddressInfo;
     const big = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request(
-        { host: "127.0.0.1", port, path: "/v1/public/assets", headers: { "x-big": "a".repeat(limits.headerBytesMax + 1) } },
+        {
+          host: "127.0.0.1",
+          port,
+          path: "/v1/public/assets",
+          headers: { "x-big": "a".repeat(limits.headerBytesMax + 1) },
+        },
         (res) => {
           let body = "";
           res.on("data", (c) => (body += c));
@@ -220,7 +257,11 @@ describe("error responses", () => {
       req.end();
     });
     assert.equal(big.status, 431);
-    assert.deepEqual(JSON.parse(big.body), { code: 431, msg: "Request Header Fields Too Large", msg_detail: null });
+    assert.deepEqual(JSON.parse(big.body), {
+      code: 431,
+      msg: "Request Header Fields Too Large",
+      msg_detail: null,
+    });
 
     const announced = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request(
@@ -229,7 +270,10 @@ describe("error responses", () => {
           port,
           method: "POST",
           path: "/v1/partner/test-echo",
-          headers: { "content-type": "application/json", "content-length": String(limits.jsonBodyBytesMax + 1) },
+          headers: {
+            "content-type": "application/json",
+            "content-length": String(limits.jsonBodyBytesMax + 1),
+          },
         },
         (res) => {
           let body = "";
@@ -262,12 +306,19 @@ describe("error responses", () => {
       if (res.statusCode !== 200) assert.equal(typeof res.json().code, "number");
     }
     assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/public/assets/%" })).statusCode, 404);
-    assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs/%ZZ" })).statusCode, 401);
+    assert.equal(
+      (await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs/%ZZ" })).statusCode,
+      401,
+    );
     assert.equal((await ctx.signed({ method: "GET", url: "/v1/partner/asset-pairs/%ZZ" })).statusCode, 404);
     const weird = await ctx.app.inject({
       method: "GET",
       url: "/v1/partner/asset-pairs",
-      headers: { "x-partner-id": "\u00ff\u00fe", "x-timestamp": "9".repeat(400), "x-signature": "=".repeat(88) },
+      headers: {
+        "x-partner-id": "\u00ff\u00fe",
+        "x-timestamp": "9".repeat(400),
+        "x-signature": "=".repeat(88),
+      },
     });
     assert.equal(weird.statusCode, 401);
     const h = signRequest({
@@ -277,13 +328,24 @@ describe("error responses", () => {
       target: "/v1/partner/asset-pairs",
       nowMs: ctx.clock.nowMs(),
     });
-    assert.equal((await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs", headers: h })).statusCode, 200);
+    assert.equal(
+      (await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs", headers: h })).statusCode,
+      200,
+    );
   });
 
   test("every response carries a request id; a sane given one is echoed", async () => {
-    const res = await ctx.app.inject({ method: "GET", url: "/v1/public/assets", headers: { "x-request-id": "abc-123" } });
+    const res = await ctx.app.inject({
+      method: "GET",
+      url: "/v1/public/assets",
+      headers: { "x-request-id": "abc-123" },
+    });
     assert.equal(res.headers["x-request-id"], "abc-123");
-    const bad = await ctx.app.inject({ method: "GET", url: "/v1/public/assets", headers: { "x-request-id": "a b\u0001" } });
+    const bad = await ctx.app.inject({
+      method: "GET",
+      url: "/v1/public/assets",
+      headers: { "x-request-id": "a b\u0001" },
+    });
     assert.match(String(bad.headers["x-request-id"]), /^[0-9a-f-]{36}$/);
   });
 });

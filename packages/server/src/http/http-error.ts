@@ -2,7 +2,7 @@
 // a catalog name; routes raise them as HttpError; anything else is a 500 whose details stay in the
 // log.
 
-import { type ErrorName, type FieldError, errorBody, errorCatalog } from "@counterpart/protocol";
+import { type ErrorName, errorBody, errorCatalog, type FieldError } from "@counterpart/protocol";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ServiceUnavailableError } from "../db/transaction.ts";
 import { toFieldErrors } from "./validation.ts";
@@ -23,7 +23,10 @@ export function validationError(errors: FieldError[]): HttpError {
 }
 
 export function sendError(reply: FastifyReply, name: ErrorName, detail: unknown = null): FastifyReply {
-  return reply.code(errorCatalog[name].status).type("application/json; charset=utf-8").send(errorBody(name, detail));
+  return reply
+    .code(errorCatalog[name].status)
+    .type("application/json; charset=utf-8")
+    .send(errorBody(name, detail));
 }
 
 interface ValidationCarrier {
@@ -31,7 +34,11 @@ interface ValidationCarrier {
   validationContext?: string;
 }
 
-export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function errorHandler(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (error instanceof HttpError) return sendError(reply, error.errorName, error.detail);
   const v = error as FastifyError & ValidationCarrier;
   if (Array.isArray(v.validation)) {

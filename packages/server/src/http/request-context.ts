@@ -12,5 +12,3 @@ declare module "fastify" {
     partnerId: string | null;
   }
 }
-
-export {};

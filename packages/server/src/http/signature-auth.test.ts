@@ -95,8 +95,14 @@ describe("signature authentication", () => {
   test("timestamp window: now and 60 s old pass; 60.001 s old or 1 ms ahead fail", async () => {
     const now = ctx.clock.nowMs();
     assert.equal((await ctx.app.inject({ method: "GET", url, headers: headers({}, now) })).statusCode, 200);
-    assert.equal((await ctx.app.inject({ method: "GET", url, headers: headers({}, now - 60_000) })).statusCode, 200);
-    assertUnauthorized(await ctx.app.inject({ method: "GET", url, headers: headers({}, now - 60_001) }), "stale");
+    assert.equal(
+      (await ctx.app.inject({ method: "GET", url, headers: headers({}, now - 60_000) })).statusCode,
+      200,
+    );
+    assertUnauthorized(
+      await ctx.app.inject({ method: "GET", url, headers: headers({}, now - 60_001) }),
+      "stale",
+    );
     assertUnauthorized(await ctx.app.inject({ method: "GET", url, headers: headers({}, now + 1) }), "future");
   });
 
@@ -111,7 +117,11 @@ describe("signature authentication", () => {
     assertUnauthorized(await ctx.signed({ method: "GET", url, partner: other }), "inactive partner");
     await ctx.services.partners.setActive(other.id, true);
 
-    const keyless = await ctx.services.partners.create({ name: "No key", publicKeyPem: null, allowIps: ["127.0.0.1"] });
+    const keyless = await ctx.services.partners.create({
+      name: "No key",
+      publicKeyPem: null,
+      allowIps: ["127.0.0.1"],
+    });
     assert.ok(keyless.ok);
     const stranger = generateKeyPair();
     const sig = signRequest({
@@ -135,13 +145,31 @@ describe("signature authentication", () => {
 
   test("IP allow-list: CIDR v4 and v6, IPv4-mapped addresses, empty list admits nobody", async () => {
     const p = await ctx.addPartner({ allowIps: ["10.1.0.0/16", "2001:db8::/32"] });
-    assert.equal((await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.200.3" })).statusCode, 200);
-    assert.equal((await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "::ffff:10.1.0.9" })).statusCode, 200);
-    assert.equal((await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "2001:db8::42" })).statusCode, 200);
-    assertUnauthorized(await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.2.0.1" }), "outside v4");
-    assertUnauthorized(await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "2001:db9::1" }), "outside v6");
+    assert.equal(
+      (await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.200.3" })).statusCode,
+      200,
+    );
+    assert.equal(
+      (await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "::ffff:10.1.0.9" })).statusCode,
+      200,
+    );
+    assert.equal(
+      (await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "2001:db8::42" })).statusCode,
+      200,
+    );
+    assertUnauthorized(
+      await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.2.0.1" }),
+      "outside v4",
+    );
+    assertUnauthorized(
+      await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "2001:db9::1" }),
+      "outside v6",
+    );
     await ctx.services.partners.setIps(p.id, []);
-    assertUnauthorized(await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.0.1" }), "empty list");
+    assertUnauthorized(
+      await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.0.1" }),
+      "empty list",
+    );
   });
 
   test("X-Forwarded-For is ignored unless the peer is a trusted proxy", async () => {
@@ -166,7 +194,13 @@ describe("signature authentication", () => {
         headers: { "x-forwarded-for": "203.0.113.7" },
       });
       assert.equal(ok.statusCode, 200);
-      const direct = await proxied.signed({ method: "GET", url, partner: q, remoteAddress: "198.51.100.1", headers: { "x-forwarded-for": "203.0.113.7" } });
+      const direct = await proxied.signed({
+        method: "GET",
+        url,
+        partner: q,
+        remoteAddress: "198.51.100.1",
+        headers: { "x-forwarded-for": "203.0.113.7" },
+      });
       assertUnauthorized(direct, "forwarded-for from an untrusted peer");
     } finally {
       await proxied.close();
@@ -211,9 +245,17 @@ describe("signature authentication", () => {
     });
     assert.equal((await ctx.app.inject({ method: "GET", url: target, headers: sig })).statusCode, 200);
     // The same pieces in another order canonicalise identically (stable sort keeps b=2 before b=1).
-    const reordered = await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs?a=1&b=2&b=1", headers: sig });
+    const reordered = await ctx.app.inject({
+      method: "GET",
+      url: "/v1/partner/asset-pairs?a=1&b=2&b=1",
+      headers: sig,
+    });
     assert.equal(reordered.statusCode, 200);
-    const swapped = await ctx.app.inject({ method: "GET", url: "/v1/partner/asset-pairs?a=1&b=1&b=2", headers: sig });
+    const swapped = await ctx.app.inject({
+      method: "GET",
+      url: "/v1/partner/asset-pairs?a=1&b=1&b=2",
+      headers: sig,
+    });
     assertUnauthorized(swapped, "equal names in another order");
   });
 
@@ -253,7 +295,10 @@ describe("signature authentication", () => {
   });
 
   test("unknown partner routes answer 401 unsigned and 404 signed; wrong method 405 signed", async () => {
-    assertUnauthorized(await ctx.app.inject({ method: "GET", url: "/v1/partner/nope" }), "unsigned unknown route");
+    assertUnauthorized(
+      await ctx.app.inject({ method: "GET", url: "/v1/partner/nope" }),
+      "unsigned unknown route",
+    );
     const signed404 = await ctx.signed({ method: "GET", url: "/v1/partner/nope" });
     assert.equal(signed404.statusCode, 404);
     assert.deepEqual(signed404.json(), { code: 404, msg: "Not Found", msg_detail: null });

@@ -15,7 +15,8 @@ function targetPath(rawUrl: string): string {
   return m?.[1] ?? rawUrl;
 }
 
-const inSpace = (p: string) => p === partnerPrefix || p.startsWith(`${partnerPrefix}/`) || p.startsWith(`${partnerPrefix}?`);
+const inSpace = (p: string) =>
+  p === partnerPrefix || p.startsWith(`${partnerPrefix}/`) || p.startsWith(`${partnerPrefix}?`);
 
 /** Whether a raw target lies in the signed /v1/partner space. */
 export function isPartnerTarget(rawUrl: string): boolean {

@@ -51,7 +51,10 @@ function typeError(expected: string, inText: boolean): { type: string; msg: stri
       return { type: "string_type", msg: "Input should be a valid string" };
     case "integer":
       return inText
-        ? { type: "int_parsing", msg: "Input should be a valid integer, unable to parse string as an integer" }
+        ? {
+            type: "int_parsing",
+            msg: "Input should be a valid integer, unable to parse string as an integer",
+          }
         : { type: "int_type", msg: "Input should be a valid integer" };
     case "number":
       return { type: "float_type", msg: "Input should be a valid number" };
@@ -62,7 +65,10 @@ function typeError(expected: string, inText: boolean): { type: string; msg: stri
     case "array":
       return { type: "list_type", msg: "Input should be a valid list" };
     case "object":
-      return { type: "model_attributes_type", msg: "Input should be a valid dictionary or object to extract fields from" };
+      return {
+        type: "model_attributes_type",
+        msg: "Input should be a valid dictionary or object to extract fields from",
+      };
     case "null":
       return { type: "none_required", msg: "Input should be None" };
     default:
@@ -86,7 +92,13 @@ function fieldError(e: ErrorObject, part: string): FieldError {
       };
     case "type": {
       const expected = String(params.type).split(",")[0] ?? "";
-      return { loc, ...typeError(expected === "null" ? String(params.type).split(",")[1] ?? "" : expected, part !== "body") };
+      return {
+        loc,
+        ...typeError(
+          expected === "null" ? (String(params.type).split(",")[1] ?? "") : expected,
+          part !== "body",
+        ),
+      };
     }
     case "maxLength":
       return {
@@ -101,15 +113,27 @@ function fieldError(e: ErrorObject, part: string): FieldError {
         type: "string_too_short",
       };
     case "minItems":
-      return { loc, msg: `List should have at least ${params.limit} item${params.limit === 1 ? "" : "s"}`, type: "too_short" };
+      return {
+        loc,
+        msg: `List should have at least ${params.limit} item${params.limit === 1 ? "" : "s"}`,
+        type: "too_short",
+      };
     case "maxItems":
-      return { loc, msg: `List should have at most ${params.limit} item${params.limit === 1 ? "" : "s"}`, type: "too_long" };
+      return {
+        loc,
+        msg: `List should have at most ${params.limit} item${params.limit === 1 ? "" : "s"}`,
+        type: "too_long",
+      };
     case "enum":
       return { loc, msg: `Input should be ${quoted(params.allowedValues as unknown[])}`, type: "enum" };
     case "const":
       return { loc, msg: `Input should be ${quoted([params.allowedValue])}`, type: "literal_error" };
     case "minimum":
-      return { loc, msg: `Input should be greater than or equal to ${params.limit}`, type: "greater_than_equal" };
+      return {
+        loc,
+        msg: `Input should be greater than or equal to ${params.limit}`,
+        type: "greater_than_equal",
+      };
     case "maximum":
       return { loc, msg: `Input should be less than or equal to ${params.limit}`, type: "less_than_equal" };
     case "exclusiveMinimum":
@@ -130,7 +154,11 @@ function fieldError(e: ErrorObject, part: string): FieldError {
 function formatError(loc: (string | number)[], format: string): FieldError {
   switch (format) {
     case "date":
-      return { loc, msg: "Input should be a valid date in the format YYYY-MM-DD", type: "date_from_datetime_parsing" };
+      return {
+        loc,
+        msg: "Input should be a valid date in the format YYYY-MM-DD",
+        type: "date_from_datetime_parsing",
+      };
     case "date-time":
       return { loc, msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" };
     case "email":

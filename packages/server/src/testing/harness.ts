@@ -3,9 +3,9 @@
 // built on it, a demo partner with a key pair, and signed requests through app.inject.
 
 import crypto from "node:crypto";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import pg from "pg";
-import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import { buildAdminApp, buildPartnerApp } from "../app.ts";
 import { type Config, loadConfig } from "../config/config.ts";
 import { type DatabaseHandle, openDatabase } from "../db/database.ts";
@@ -40,7 +40,12 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
   } finally {
     await admin.end();
   }
-  const database = await openDatabase({ databaseUrl: testDatabaseUrl, pgliteDir: null, searchPath: schema, poolSize: 10 });
+  const database = await openDatabase({
+    databaseUrl: testDatabaseUrl,
+    pgliteDir: null,
+    searchPath: schema,
+    poolSize: 10,
+  });
   await migrate(database);
   await seedCatalog(database.db, englishCountryName);
   return {
@@ -95,7 +100,11 @@ export interface TestContextOptions {
 
 export async function startTestContext(options: TestContextOptions = {}): Promise<TestContext> {
   const clock = new ManualClock(Date.UTC(2026, 10, 21, 9, 30, 0));
-  const config = loadConfig({ PRICE_FEED: "manual", ADMIN_TOKEN: "test-admin-token-0123456789", ...options.env });
+  const config = loadConfig({
+    PRICE_FEED: "manual",
+    ADMIN_TOKEN: "test-admin-token-0123456789",
+    ...options.env,
+  });
   const database = await openTestDatabase();
   const services = buildServices({ config, database, clock, random: systemRandom });
   const app = buildPartnerApp(services, { logger: false });

@@ -4,8 +4,8 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { HttpError, validationError } from "../../http/http-error.ts";
-import type { PartnerResult } from "../partners/index.ts";
 import type { Services } from "../../services.ts";
+import type { PartnerResult } from "../partners/index.ts";
 
 const keyReasons: Record<"not_pem" | "not_ed25519" | "small_order", string> = {
   not_pem: "the public key is not a PEM SubjectPublicKeyInfo block",
@@ -20,14 +20,24 @@ function unwrap(result: PartnerResult) {
       throw new HttpError("not_found");
     case "invalid_public_key":
       throw validationError([
-        { loc: ["body", "public_key_pem"], msg: keyReasons[result.reason], type: `public_key_${result.reason}` },
+        {
+          loc: ["body", "public_key_pem"],
+          msg: keyReasons[result.reason],
+          type: `public_key_${result.reason}`,
+        },
       ]);
     case "invalid_cidr":
       throw validationError([
-        { loc: ["body", "allowed_ips"], msg: `"${result.value}" is not an IP address or CIDR range`, type: "cidr_parsing" },
+        {
+          loc: ["body", "allowed_ips"],
+          msg: `"${result.value}" is not an IP address or CIDR range`,
+          type: "cidr_parsing",
+        },
       ]);
     case "invalid_name":
-      throw validationError([{ loc: ["body", "name"], msg: "Name should have 1 to 255 characters", type: "string_too_long" }]);
+      throw validationError([
+        { loc: ["body", "name"], msg: "Name should have 1 to 255 characters", type: "string_too_long" },
+      ]);
   }
 }
 
@@ -49,7 +59,13 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
     { schema: { body: CreateBody } },
     async (request, reply) => {
       const body = request.body;
-      const out = unwrap(await partners.create({ name: body.name, publicKeyPem: body.public_key_pem, allowIps: body.allowed_ips }));
+      const out = unwrap(
+        await partners.create({
+          name: body.name,
+          publicKeyPem: body.public_key_pem,
+          allowIps: body.allowed_ips,
+        }),
+      );
       return reply.code(201).send(out);
     },
   );
@@ -67,7 +83,10 @@ export function adminRoutes(app: FastifyInstance, services: Services): void {
     {
       schema: {
         params: PartnerIdParams,
-        body: Type.Object({ public_key_pem: Type.String({ maxLength: 4096 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { public_key_pem: Type.String({ maxLength: 4096 }) },
+          { additionalProperties: false },
+        ),
       },
     },
     async (request) => unwrap(await partners.setKey(request.params.partner_id, request.body.public_key_pem)),

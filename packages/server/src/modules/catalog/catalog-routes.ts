@@ -53,7 +53,6 @@ export function catalogRoutes(app: FastifyInstance, catalog: CatalogService): vo
     "/v1/partner/asset-pairs/:asset_pair_id",
     {
       schema: {
-
         params: IdParams("asset_pair_id"),
         response: { 200: Type.Object({ result: AssetPairSchema }) },
       },

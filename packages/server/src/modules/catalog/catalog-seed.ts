@@ -29,8 +29,20 @@ export interface SeedAsset {
   usd_rate: string | null;
 }
 
-const fiat = { type: "fiat", decimal_places: 2, published: true, depositable: true, withdrawable: true } as const;
-const crypto = { type: "crypto", published: true, depositable: false, withdrawable: false, usd_rate: null } as const;
+const fiat = {
+  type: "fiat",
+  decimal_places: 2,
+  published: true,
+  depositable: true,
+  withdrawable: true,
+} as const;
+const crypto = {
+  type: "crypto",
+  published: true,
+  depositable: false,
+  withdrawable: false,
+  usd_rate: null,
+} as const;
 
 export const seedAssets: readonly SeedAsset[] = [
   { id: "AED", name_en: "UAE Dirham", usd_rate: "0.27229408", ...fiat },
@@ -67,7 +79,13 @@ export async function seedCatalog(db: Db, countryName: (id: string) => string): 
   await db.transaction().execute(async (tx) => {
     await tx
       .insertInto("countries")
-      .values(countryIds.map((id) => ({ id, name: countryName(id), supported: !restrictedCountryIds.includes(id) })))
+      .values(
+        countryIds.map((id) => ({
+          id,
+          name: countryName(id),
+          supported: !restrictedCountryIds.includes(id),
+        })),
+      )
       .onConflict((oc) => oc.column("id").doNothing())
       .execute();
     await tx

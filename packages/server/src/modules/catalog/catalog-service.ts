@@ -1,8 +1,8 @@
 // Read use cases on the catalog, in wire shape.
 
 import type { Db } from "../../db/database.ts";
-import { assetView, pairView } from "./catalog-views.ts";
 import * as store from "./catalog-store.ts";
+import { assetView, pairView } from "./catalog-views.ts";
 
 export class CatalogService {
   readonly #db: Db;

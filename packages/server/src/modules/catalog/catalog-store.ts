@@ -6,7 +6,12 @@ import type { Tx } from "../../db/transaction.ts";
 type Q = Db | Tx;
 
 export async function listCountries(db: Q) {
-  return db.selectFrom("countries").select(["id", "name"]).where("supported", "=", true).orderBy("id").execute();
+  return db
+    .selectFrom("countries")
+    .select(["id", "name"])
+    .where("supported", "=", true)
+    .orderBy("id")
+    .execute();
 }
 
 export async function findCountry(db: Q, id: string) {

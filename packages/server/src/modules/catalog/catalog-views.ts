@@ -40,7 +40,9 @@ export function assetView(a: Selectable<AssetsTable>) {
   };
 }
 
-export function pairView(p: Pick<Selectable<AssetPairsTable>, "id" | "base_id" | "quote_id" | "tradable" | "buy" | "sell">) {
+export function pairView(
+  p: Pick<Selectable<AssetPairsTable>, "id" | "base_id" | "quote_id" | "tradable" | "buy" | "sell">,
+) {
   return {
     id: p.id,
     base_id: p.base_id,

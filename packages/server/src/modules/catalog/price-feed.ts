@@ -80,7 +80,11 @@ export class SimulatedPriceFeed implements PriceFeed {
       let walk = this.#walks.get(p.id);
       if (walk === undefined) {
         const mid = (buy + sell) / 2n;
-        walk = { anchorMid: mid, mid, halfSpreadPpm: mid > 0n ? ((buy - sell) * 1_000_000n) / (2n * mid) : 0n };
+        walk = {
+          anchorMid: mid,
+          mid,
+          halfSpreadPpm: mid > 0n ? ((buy - sell) * 1_000_000n) / (2n * mid) : 0n,
+        };
         this.#walks.set(p.id, walk);
       }
       const stepPpm = BigInt(Math.floor((this.#random() * 2 - 1) * Number(stepPpmMax)));

@@ -5,7 +5,6 @@
 
 import type { KeyObject } from "node:crypto";
 import {
-  bodyHash,
   canonicalPath,
   canonicalString,
   checkTimestamp,

@@ -7,7 +7,13 @@ import type { Db } from "../../db/database.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
-import { findPartner, insertPartner, listPartners, type PartnerRow, updatePartner } from "./partners-store.ts";
+import {
+  findPartner,
+  insertPartner,
+  listPartners,
+  type PartnerRow,
+  updatePartner,
+} from "./partners-store.ts";
 
 export type PartnerFailure =
   | { error: "partner_not_found" }
@@ -53,7 +59,12 @@ export class PartnersService {
   }
 
   /** Errors: invalid_name, invalid_public_key, invalid_cidr. */
-  async create(input: { name: string; publicKeyPem: string | null; allowIps: string[]; id?: string }): Promise<PartnerResult> {
+  async create(input: {
+    name: string;
+    publicKeyPem: string | null;
+    allowIps: string[];
+    id?: string;
+  }): Promise<PartnerResult> {
     const name = input.name.trim();
     if (name.length < 1 || name.length > 255) return { ok: false, error: "invalid_name" };
     const key = checkKey(input.publicKeyPem);
@@ -111,14 +122,18 @@ function isUuid(id: string): boolean {
 
 function checkKey(
   pem: string | null,
-): { ok: true; pem: string | null } | { ok: false; error: "invalid_public_key"; reason: "not_pem" | "not_ed25519" | "small_order" } {
+):
+  | { ok: true; pem: string | null }
+  | { ok: false; error: "invalid_public_key"; reason: "not_pem" | "not_ed25519" | "small_order" } {
   if (pem === null) return { ok: true, pem: null };
   const parsed = parsePublicKey(pem);
   if (!parsed.ok) return { ok: false, error: "invalid_public_key", reason: parsed.reason };
   return { ok: true, pem: parsed.pem };
 }
 
-function checkIps(values: string[]): { ok: true; ips: string[] } | { ok: false; error: "invalid_cidr"; value: string } {
+function checkIps(
+  values: string[],
+): { ok: true; ips: string[] } | { ok: false; error: "invalid_cidr"; value: string } {
   for (const v of values) {
     if (!isCidrOrIp(v)) return { ok: false, error: "invalid_cidr", value: v };
   }
