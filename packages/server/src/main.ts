@@ -138,7 +138,7 @@ async function runPrimary(config: Config): Promise<RunningServer> {
   const aggregator = new AggregatorRegistry();
   const admin = await listenAdmin(services, logger, async () => ({
     contentType: aggregator.contentType,
-    body: await (await aggregator.clusterMetrics()).toString(),
+    body: await aggregator.clusterMetrics(),
   }));
   const stopHousekeeping = startHousekeeping(services, makeFeed(services));
   const adminUrl = urlOf(admin);
@@ -150,13 +150,14 @@ async function runPrimary(config: Config): Promise<RunningServer> {
     logger.error({ worker: worker.process.pid, code, signal }, "API worker exited; starting another");
     setTimeout(fork, 1_000).unref();
   });
-  const online: Promise<void>[] = [];
+  const online: Promise<number>[] = [];
   for (let i = 0; i < config.workers; i++) {
     const worker = fork();
-    online.push(new Promise((resolve) => worker.once("listening", () => resolve())));
+    online.push(new Promise((resolve) => worker.once("listening", (address) => resolve(address.port))));
   }
-  await Promise.all(online);
-  const partnerUrl = `http://${config.host}:${config.port}`;
+  // Workers share one port; with PORT=0 the primary picks it and every worker reports it.
+  const [port] = await Promise.all(online);
+  const partnerUrl = `http://${config.host}:${port}`;
   writeEndpoints(config.dataDir, { partner_url: partnerUrl, admin_url: adminUrl });
   printBanner(partnerUrl, adminUrl, config, null);
   return {
@@ -185,6 +186,8 @@ async function runWorker(config: Config): Promise<RunningServer> {
   const database = await openStore(config);
   const services = buildServices({ config, database, clock: systemClock, random: systemRandom });
   const metrics = new HttpMetrics({ defaultMetrics: true });
+  // Constructing one installs the worker's listener that answers the primary's metrics requests.
+  new AggregatorRegistry();
   AggregatorRegistry.setRegistries([metrics.registry]);
   const api = buildPartnerApp(services, { logger, metrics });
   await api.listen({ port: config.port, host: config.host });
