@@ -24,7 +24,7 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-const oid = { int8: 20, numeric: 1700, timestamp: 1114, timestamptz: 1184 } as const;
+const oid = { int8: 20, numeric: 1700, date: 1082, timestamp: 1114, timestamptz: 1184 } as const;
 
 function parseInt8(text: string): number {
   const n = Number(text);
@@ -59,6 +59,7 @@ async function openPostgres(
       if (id === oid.int8) return parseInt8;
       if (id === oid.numeric) return (v: string) => v;
       if (id === oid.timestamptz) return isoFromPg;
+      if (id === oid.date) return (v: string) => v;
       return pg.types.getTypeParser(id, format);
     },
   };
@@ -97,11 +98,14 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
     release = takeFolderLock(dir);
   }
   try {
-    const client = await PGlite.create(dir ?? undefined, {
+    // Options must travel in the first argument: PGlite ignores the second without a folder.
+    const client = await PGlite.create({
+      ...(dir === null ? {} : { dataDir: dir }),
       parsers: {
         [oid.int8]: parseInt8,
         [oid.numeric]: (v: string) => v,
         [oid.timestamptz]: isoFromPg,
+        [oid.date]: (v: string) => v,
       },
     });
     await client.exec("SET TIME ZONE 'UTC'");

@@ -69,7 +69,62 @@ export interface Database {
   asset_pairs: AssetPairsTable;
   used_signatures: UsedSignaturesTable;
   partner_pairs: PartnerPairsTable;
+  clients: ClientsTable;
   schema_migrations: SchemaMigrationsTable;
+}
+
+export type ClientStatus =
+  | "verified"
+  | "unverified"
+  | "under_review"
+  | "partially_verified"
+  | "docs_under_review"
+  | "not_supported"
+  | "under_age"
+  | "rejected";
+
+/** Dates (YYYY-MM-DD) are read as text; see db/database.ts. */
+export interface ClientsTable {
+  id: Generated<number>;
+  partner_id: string;
+  partner_client_id: string;
+  account_type: "personal" | "corporate";
+  name: string | null;
+  birth_date: string;
+  status: ClientStatus;
+  active: Generated<boolean>;
+  email: string;
+  phone: string;
+  residency_id: string;
+  citizenship_id: string;
+  place_of_birth_id: string;
+  national_number: string | null;
+  government_id_number: string;
+  government_id_doe: string;
+  residency_visa_number: string | null;
+  residency_visa_doe: string | null;
+  address: ColumnType<ClientAddress, string, string>;
+  employment: ColumnType<ClientEmployment, string, string>;
+  trading_volume: string;
+  account_purpose: string[];
+  created_at: Timestamp;
+  verified_at: ColumnType<string | null, string | null | undefined, string | null>;
+  updated_at: Timestamp;
+}
+
+export interface ClientAddress {
+  street: string;
+  city: string;
+  postal_code: string;
+  unit: string;
+}
+
+export interface ClientEmployment {
+  status: "employed" | "self_employed" | "unemployed" | "housewife" | "retired";
+  company?: string | null;
+  job_industry?: string | null;
+  job_level?: string | null;
+  job_title?: string | null;
 }
 
 export interface PartnerPairsTable {
