@@ -1,0 +1,135 @@
+// `npm run bench`: runs the benchmark scenarios one after another, each with its own servers in
+// child processes and its own temporary directory, prints a table per scenario and writes
+// bench/results/latest-<scenario>.json. Exits 1 when any target got a non-2xx answer or a failed
+// connection, 2 when a scenario could not run.
+//
+// Environment:
+//   BENCH_ONLY=name[,name]  run only these scenarios
+//   BENCH_DURATION_S        measured seconds per target (default 10)
+//   BENCH_WARMUP_S          warm-up seconds before each measured run (default 2)
+//   BENCH_CONNECTIONS       concurrent connections (default 10)
+//
+// To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
+// it to `scenarios` below.
+
+import os from "node:os";
+import path from "node:path";
+import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
+import { foundation } from "./scenarios/foundation.ts";
+
+const scenarios = [foundation];
+
+function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new Error(`${name}: expected a number from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+async function main(): Promise<number> {
+  const durationS = numberFromEnv("BENCH_DURATION_S", 10, 1, 600);
+  const warmupS = numberFromEnv("BENCH_WARMUP_S", 2, 0, 60);
+  const connections = Math.round(numberFromEnv("BENCH_CONNECTIONS", 10, 1, 1000));
+  const only = (process.env.BENCH_ONLY ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  const unknown = only.filter((name) => !scenarios.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `bench: unknown scenario ${unknown.join(", ")}; known: ${scenarios.map((s) => s.name).join(", ")}\n`,
+    );
+    return 2;
+  }
+  const selected = only.length > 0 ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+
+  // Nothing may run unbounded: the whole run gets a generous budget, then everything is stopped.
+  let active: Cleanup | null = null;
+  const budgetS = selected.length * (180 + 4 * (warmupS + durationS + 30));
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${budgetS} s; stopping everything\n`);
+    void (active?.run() ?? Promise.resolve()).finally(() => process.exit(3));
+  }, budgetS * 1000);
+  let interrupted = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      interrupted = true;
+      process.stderr.write(`bench: ${signal}; stopping servers\n`);
+      void (active?.run() ?? Promise.resolve()).finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+    });
+  }
+
+  const environment = environmentInfo();
+  let exitCode = 0;
+  try {
+    for (const scenario of selected) {
+      process.stdout.write(`\n=== ${scenario.name}: ${scenario.description}\n`);
+      const cleanup = new Cleanup();
+      active = cleanup;
+      const startedAt = new Date().toISOString();
+      let report: ScenarioReport | null = null;
+      let failure: string | null = null;
+      try {
+        const scratchDir = tempDir(cleanup, `counterpart-bench-${scenario.name}`);
+        report = await scenario.run({ cleanup, scratchDir, durationS, warmupS, connections });
+      } catch (err) {
+        failure = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      } finally {
+        await cleanup.run();
+        active = null;
+      }
+      // Interrupted: the signal handler stops the servers and exits; keep the last results file.
+      if (interrupted) break;
+
+      if (report !== null) {
+        for (const [server, lines] of Object.entries(report.serverProblems)) {
+          if (lines.length === 0) continue;
+          process.stdout.write(`\n${server} logged ${lines.length} warning/error line(s); first ones:\n`);
+          for (const line of lines.slice(0, 10)) process.stdout.write(`  ${line.slice(0, 400)}\n`);
+        }
+        for (const note of report.notes) process.stdout.write(`note: ${note}\n`);
+      }
+      const file = writeResults(scenario.name, {
+        scenario: scenario.name,
+        description: scenario.description,
+        started_at: startedAt,
+        finished_at: new Date().toISOString(),
+        settings: { duration_s: durationS, warmup_s: warmupS, connections },
+        environment: { ...environment, loadavg_at_end: os.loadavg() },
+        ok: report?.ok === true && failure === null,
+        failure,
+        report,
+      });
+      process.stdout.write(`\nresults: ${path.relative(process.cwd(), file)}\n`);
+
+      if (failure !== null) {
+        process.stderr.write(`\nbench: FAILED ${scenario.name}:\n${failure}\n`);
+        exitCode = Math.max(exitCode, 2);
+      } else if (report !== null && !report.ok) {
+        const bad = report.targets.filter((t) => !t.ok);
+        process.stderr.write(`\nbench: FLAGGED ${scenario.name}: figures are not valid\n`);
+        for (const t of bad) {
+          process.stderr.write(
+            `  ${t.label}: ${t.non2xx} non-2xx and ${t.errors} errors in the measured run, ` +
+              `${t.warmup.non2xx} non-2xx and ${t.warmup.errors} errors in the warm-up; ` +
+              `status codes ${JSON.stringify(t.statusCodes)}` +
+              (t.firstNon2xx ? `; first non-2xx: ${t.firstNon2xx.status} ${t.firstNon2xx.body}` : "") +
+              "\n",
+          );
+        }
+        exitCode = Math.max(exitCode, 1);
+      }
+    }
+  } finally {
+    clearTimeout(watchdog);
+  }
+  return exitCode;
+}
+
+process.exitCode = await main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n`);
+  return 2;
+});
