@@ -13,6 +13,9 @@ import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signatu
 import { validatorCompiler } from "./http/validation.ts";
 import { adminRoutes } from "./modules/admin/admin-routes.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
+import { fundingRoutes } from "./modules/funding/index.ts";
+import { balancesRoutes } from "./modules/ledger/index.ts";
+import { ordersRoutes } from "./modules/orders/index.ts";
 import type { PartnerAuthenticator } from "./modules/partners/index.ts";
 import type { Services } from "./services.ts";
 
@@ -139,6 +142,9 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "unavailable" });
   });
   catalogRoutes(app, services.catalog);
+  fundingRoutes(app, services.funding);
+  balancesRoutes(app, services.balances);
+  ordersRoutes(app, services.orders);
   add405();
 
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));

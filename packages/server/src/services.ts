@@ -3,6 +3,9 @@
 import type { Config } from "./config/config.ts";
 import type { DatabaseHandle } from "./db/database.ts";
 import { CatalogService } from "./modules/catalog/index.ts";
+import { FundingService } from "./modules/funding/index.ts";
+import { BalancesService } from "./modules/ledger/index.ts";
+import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService } from "./modules/partners/index.ts";
 import type { Clock } from "./platform/clock.ts";
 import type { Random } from "./platform/random.ts";
@@ -15,6 +18,9 @@ export interface Services {
   readonly authenticator: PartnerAuthenticator;
   readonly partners: PartnersService;
   readonly catalog: CatalogService;
+  readonly funding: FundingService;
+  readonly balances: BalancesService;
+  readonly orders: OrdersService;
 }
 
 export function buildServices(deps: {
@@ -29,5 +35,8 @@ export function buildServices(deps: {
     authenticator: new PartnerAuthenticator(db, deps.clock),
     partners: new PartnersService(db, deps.clock, deps.random),
     catalog: new CatalogService(db),
+    funding: new FundingService(db),
+    balances: new BalancesService(db),
+    orders: new OrdersService(db),
   };
 }

@@ -24,6 +24,11 @@ export const limits = {
   transactionRetriesMax: 3,
   /** Presigned document URLs (spec §2.2). */
   fileUrlLifetimeSeconds: 900,
+  /**
+   * Largest amount accepted in one deposit or withdrawal, in whole units: far above any real
+   * transfer, and far below NUMERIC(38,8)'s 10^30, so sums of many can never overflow a balance.
+   */
+  amountWholeUnitsMax: 1_000_000_000_000_000n,
   /** Graceful shutdown gives in-flight requests this long before closing. */
   shutdownGraceMs: 10_000,
 } as const;

@@ -70,6 +70,9 @@ export interface Database {
   used_signatures: UsedSignaturesTable;
   partner_pairs: PartnerPairsTable;
   clients: ClientsTable;
+  orders: OrdersTable;
+  accounts: AccountsTable;
+  postings: PostingsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
@@ -125,6 +128,71 @@ export interface ClientEmployment {
   job_industry?: string | null;
   job_level?: string | null;
   job_title?: string | null;
+}
+
+export type OrderType = "deposit" | "withdrawal" | "buy" | "sell";
+export type OrderSource =
+  | "bank"
+  | "card"
+  | "blockchain"
+  | "referral"
+  | "bonus"
+  | "market"
+  | "limit"
+  | "fee"
+  | "entity_change"
+  | "platform_specific";
+export type OrderStatus =
+  | "new"
+  | "open"
+  | "pending"
+  | "processing"
+  | "completed"
+  | "expired"
+  | "queued_cancel"
+  | "canceled"
+  | "rejected"
+  | "failed";
+
+export interface OrdersTable {
+  id: Generated<number>;
+  partner_id: string;
+  client_id: number;
+  partner_order_ref: string | null;
+  type: OrderType;
+  source: OrderSource;
+  status: OrderStatus;
+  price: Numeric | null;
+  credit: Numeric | null;
+  credit_asset_id: string | null;
+  debit: Numeric | null;
+  debit_asset_id: string | null;
+  fee: Numeric;
+  fee_asset_id: string;
+  vat: Numeric;
+  created_at: Timestamp;
+  transitioned_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type AccountKind = "client" | "omnibus" | "fee_revenue" | "vat_payable";
+
+export interface AccountsTable {
+  id: Generated<number>;
+  kind: AccountKind;
+  partner_id: string;
+  client_id: number | null;
+  asset_id: string;
+  balance: Numeric;
+  held: Generated<string>;
+}
+
+export interface PostingsTable {
+  id: Generated<number>;
+  order_id: number;
+  account_id: number;
+  asset_id: string;
+  amount: Numeric;
 }
 
 export interface PartnerPairsTable {

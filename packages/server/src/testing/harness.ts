@@ -154,7 +154,9 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
         method: o.method,
         target: o.url,
         body: payload ?? "",
-        nowMs: o.timestampMs ?? clock.nowMs(),
+        // Each request is signed a millisecond after the previous one, as a real client's would
+        // be: an identical POST signed in the same millisecond is a replay.
+        nowMs: o.timestampMs ?? (clock.advance(1), clock.nowMs()),
       });
       return app.inject({
         method: o.method,

@@ -1,0 +1,115 @@
+// Fiat deposits and withdrawals (spec §4.4): one order, final in the response, its postings and
+// balance change in the same transaction. Checks run in DESIGN's order: reference (2020), client
+// (2008, 2009, 2010), asset (2012), funds (3005).
+
+import type { ErrorName } from "@counterpart/protocol";
+import type { Db } from "../../db/database.ts";
+import { moneyToPg } from "../../db/numeric.ts";
+import { inTransaction, pgConstraint, pgErrorCode } from "../../db/transaction.ts";
+import { findAsset } from "../catalog/catalog-store.ts";
+import { checkClientCanTransact } from "../clients/client-check.ts";
+import { type Leg, postLegs } from "../ledger/ledger-store.ts";
+import { insertOrder, type OrderView, orderView, refTaken } from "../orders/index.ts";
+
+export interface FundingRequest {
+  partnerClientId: string;
+  assetId: string;
+  /** > 0, at scale 8 */
+  amount: bigint;
+  partnerOrderRef: string;
+}
+
+export type FundingResult = { ok: true; order: OrderView } | { ok: false; error: ErrorName };
+
+/** Carries an expected failure out of a transaction so that it rolls back. */
+class Abort extends Error {
+  readonly errorName: ErrorName;
+  constructor(name: ErrorName) {
+    super(name);
+    this.errorName = name;
+  }
+}
+
+export function isDuplicateRef(err: unknown): boolean {
+  return pgErrorCode(err) === "23505" && pgConstraint(err) === "orders_partner_order_ref_key";
+}
+
+export class FundingService {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** Errors: duplicate_order_ref, invalid_client, client_not_verified, client_deactivated, invalid_asset. */
+  deposit(partnerId: string, req: FundingRequest): Promise<FundingResult> {
+    return this.#fund(partnerId, req, "deposit");
+  }
+
+  /** Errors: as deposit, plus insufficient_funds_for_payment. */
+  withdraw(partnerId: string, req: FundingRequest): Promise<FundingResult> {
+    return this.#fund(partnerId, req, "withdrawal");
+  }
+
+  async #fund(
+    partnerId: string,
+    req: FundingRequest,
+    type: "deposit" | "withdrawal",
+  ): Promise<FundingResult> {
+    // The reference first: a retry of a withdrawal that already spent the balance learns 2020
+    // (and fetches its order), never 3005.
+    if (await refTaken(this.#db, partnerId, req.partnerOrderRef))
+      return { ok: false, error: "duplicate_order_ref" };
+    const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
+    if (!client.ok) return client;
+    const asset = await findAsset(this.#db, req.assetId);
+    const usable =
+      asset !== undefined &&
+      asset.type === "fiat" &&
+      asset.published &&
+      (type === "deposit" ? asset.depositable : asset.withdrawable);
+    if (!usable) return { ok: false, error: "invalid_asset" };
+
+    const amount = moneyToPg(req.amount);
+    const clientLeg: Leg = {
+      kind: "client",
+      clientId: client.client.id,
+      assetId: req.assetId,
+      amount: req.amount,
+    };
+    const omnibusLeg: Leg = { kind: "omnibus", clientId: null, assetId: req.assetId, amount: -req.amount };
+    if (type === "withdrawal") {
+      clientLeg.amount = -req.amount;
+      omnibusLeg.amount = req.amount;
+    }
+    try {
+      const row = await inTransaction(this.#db, async (tx) => {
+        // The order row goes in first: a concurrent request with the same reference waits on the
+        // unique index and then fails with 2020, whatever this one does to the balance.
+        const order = await insertOrder(tx, {
+          partner_id: partnerId,
+          client_id: client.client.id,
+          partner_order_ref: req.partnerOrderRef,
+          type,
+          source: "bank",
+          status: "completed",
+          price: null,
+          debit: type === "deposit" ? amount : null,
+          debit_asset_id: type === "deposit" ? req.assetId : null,
+          credit: type === "withdrawal" ? amount : null,
+          credit_asset_id: type === "withdrawal" ? req.assetId : null,
+          fee: "0",
+          fee_asset_id: req.assetId,
+          vat: "0",
+        });
+        const posted = await postLegs(tx, partnerId, order.id, [clientLeg, omnibusLeg]);
+        if (!posted.ok) throw new Abort("insufficient_funds_for_payment");
+        return order;
+      });
+      return { ok: true, order: orderView({ ...row, partner_client_id: client.client.partnerClientId }) };
+    } catch (err) {
+      if (err instanceof Abort) return { ok: false, error: err.errorName };
+      if (isDuplicateRef(err)) return { ok: false, error: "duplicate_order_ref" };
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,53 @@
+// GET /v1/partner/balances and /v1/partner/balances/{asset_id} (spec §4.2).
+
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import { HttpError } from "../../http/http-error.ts";
+import type { BalancesService } from "./balances-service.ts";
+
+export const BalanceSchema = Type.Object({
+  asset_id: Type.String(),
+  balance: Type.String(),
+  available_balance: Type.String(),
+  balance_usd: Type.String(),
+  available_balance_usd: Type.String(),
+});
+
+const ClientQuery = Type.Object({ partner_client_id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+export function balancesRoutes(app: FastifyInstance, balances: BalancesService): void {
+  app.get<{ Querystring: { partner_client_id: string } }>(
+    "/v1/partner/balances",
+    {
+      schema: {
+        querystring: ClientQuery,
+        response: { 200: Type.Object({ items: Type.Array(BalanceSchema) }) },
+      },
+    },
+    async (request) => {
+      const result = await balances.list(request.partnerId!, request.query.partner_client_id);
+      if (!result.ok) throw new HttpError(result.error);
+      return { items: result.items };
+    },
+  );
+
+  app.get<{ Querystring: { partner_client_id: string }; Params: { asset_id: string } }>(
+    "/v1/partner/balances/:asset_id",
+    {
+      schema: {
+        params: Type.Object({ asset_id: Type.String({ maxLength: 64 }) }),
+        querystring: ClientQuery,
+        response: { 200: Type.Object({ result: BalanceSchema }) },
+      },
+    },
+    async (request) => {
+      const result = await balances.get(
+        request.partnerId!,
+        request.query.partner_client_id,
+        request.params.asset_id,
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      return { result: result.balance };
+    },
+  );
+}

@@ -1,0 +1,3 @@
+export { BalanceSchema, balancesRoutes } from "./balances-routes.ts";
+export { BalancesService, type BalanceView } from "./balances-service.ts";
+export { checkLedger, clientBalances, type LedgerDifference, type Leg, postLegs } from "./ledger-store.ts";

@@ -1,0 +1,174 @@
+// The double-entry core: posts an order's legs to accounts and postings in the caller's
+// transaction, and recomputes balances from postings for the ledger check. Balances change with
+// single guarded statements, never read-modify-write in application memory.
+
+import { sql } from "kysely";
+import type { Db } from "../../db/database.ts";
+import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
+import type { AccountKind } from "../../db/schema.ts";
+import type { Tx } from "../../db/transaction.ts";
+
+export interface Leg {
+  kind: AccountKind;
+  /** The client of a client account; null for the partner's house accounts. */
+  clientId: number | null;
+  assetId: string;
+  /** Signed, at scale 8: positive credits the account's balance, negative debits it. */
+  amount: bigint;
+}
+
+export type PostResult = { ok: true } | { ok: false; error: "insufficient_funds" };
+
+const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_revenue: 2, vat_payable: 3 };
+
+/**
+ * Applies `legs` for one order. Legs must balance per asset (a programming error otherwise). A
+ * client leg that would take the available balance below zero fails the whole post; the caller's
+ * transaction then rolls back. Accounts are touched in one global order (client accounts by asset,
+ * then house accounts) so concurrent orders do not deadlock on each other.
+ */
+export async function postLegs(
+  tx: Tx,
+  partnerId: string,
+  orderId: number,
+  legs: readonly Leg[],
+): Promise<PostResult> {
+  const sums = new Map<string, bigint>();
+  for (const leg of legs) {
+    if (leg.amount === 0n) throw new Error("a posting of zero");
+    if ((leg.kind === "client") !== (leg.clientId !== null))
+      throw new Error("client legs need a client, house legs none");
+    sums.set(leg.assetId, (sums.get(leg.assetId) ?? 0n) + leg.amount);
+  }
+  for (const [asset, sum] of sums) if (sum !== 0n) throw new Error(`legs do not balance in ${asset}: ${sum}`);
+
+  const ordered = [...legs].sort(
+    (a, b) =>
+      kindRank[a.kind] - kindRank[b.kind] || (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0),
+  );
+  const postings: { order_id: number; account_id: number; asset_id: string; amount: string }[] = [];
+  for (const leg of ordered) {
+    const amount = moneyToPg(leg.amount);
+    let accountId: number | undefined;
+    if (leg.kind === "client" && leg.amount < 0n) {
+      const row = await tx
+        .updateTable("accounts")
+        .set({ balance: sql`balance + ${amount}::numeric` })
+        .where("kind", "=", "client")
+        .where("partner_id", "=", partnerId)
+        .where("client_id", "=", leg.clientId)
+        .where("asset_id", "=", leg.assetId)
+        .where(sql<boolean>`balance - held + ${amount}::numeric >= 0`)
+        .returning("id")
+        .executeTakeFirst();
+      if (row === undefined) return { ok: false, error: "insufficient_funds" };
+      accountId = row.id;
+    } else {
+      const row = await tx
+        .insertInto("accounts")
+        .values({
+          kind: leg.kind,
+          partner_id: partnerId,
+          client_id: leg.clientId,
+          asset_id: leg.assetId,
+          balance: amount,
+        })
+        .onConflict((oc) =>
+          oc
+            .constraint("accounts_owner_key")
+            .doUpdateSet({ balance: sql`accounts.balance + excluded.balance` }),
+        )
+        .returning("id")
+        .executeTakeFirstOrThrow();
+      accountId = row.id;
+    }
+    postings.push({ order_id: orderId, account_id: accountId, asset_id: leg.assetId, amount });
+  }
+  await tx.insertInto("postings").values(postings).execute();
+  return { ok: true };
+}
+
+export interface ClientBalanceRow {
+  asset_id: string;
+  balance: bigint;
+  available: bigint;
+}
+
+/** The client's balance in every asset it holds (absent assets are zero). */
+export async function clientBalances(db: Db | Tx, clientId: number): Promise<Map<string, ClientBalanceRow>> {
+  const rows = await db
+    .selectFrom("accounts")
+    .select(["asset_id", "balance", "held"])
+    .where("kind", "=", "client")
+    .where("client_id", "=", clientId)
+    .execute();
+  const out = new Map<string, ClientBalanceRow>();
+  for (const r of rows) {
+    const balance = moneyFromPg(r.balance);
+    out.set(r.asset_id, { asset_id: r.asset_id, balance, available: balance - moneyFromPg(r.held) });
+  }
+  return out;
+}
+
+export interface LedgerDifference {
+  kind: "account_balance" | "order_unbalanced" | "asset_unbalanced";
+  account_id?: number;
+  account?: string;
+  order_id?: number;
+  asset_id: string;
+  recorded?: string;
+  from_postings?: string;
+}
+
+/**
+ * Recomputes every account's balance from its postings, and checks that each order and each asset
+ * as a whole sums to zero. An empty list means the ledger is consistent.
+ */
+export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
+  const differences: LedgerDifference[] = [];
+  const accounts = await sql<{
+    id: number;
+    kind: string;
+    partner_id: string;
+    client_id: number | null;
+    asset_id: string;
+    balance: string;
+    posted: string;
+  }>`
+    SELECT a.id, a.kind, a.partner_id, a.client_id, a.asset_id, a.balance::text AS balance,
+           coalesce(sum(p.amount), 0)::numeric(38, 8)::text AS posted
+    FROM accounts a LEFT JOIN postings p ON p.account_id = a.id
+    GROUP BY a.id
+    HAVING a.balance <> coalesce(sum(p.amount), 0)
+    ORDER BY a.id
+  `.execute(db);
+  for (const a of accounts.rows) {
+    differences.push({
+      kind: "account_balance",
+      account_id: a.id,
+      account: `${a.kind}:${a.partner_id}${a.client_id === null ? "" : `:client-${a.client_id}`}:${a.asset_id}`,
+      asset_id: a.asset_id,
+      recorded: a.balance,
+      from_postings: a.posted,
+    });
+  }
+  const orders = await sql<{ order_id: number; asset_id: string; total: string }>`
+    SELECT order_id, asset_id, sum(amount)::text AS total FROM postings
+    GROUP BY order_id, asset_id HAVING sum(amount) <> 0 ORDER BY order_id
+  `.execute(db);
+  for (const o of orders.rows) {
+    differences.push({
+      kind: "order_unbalanced",
+      order_id: o.order_id,
+      asset_id: o.asset_id,
+      from_postings: o.total,
+    });
+  }
+  const assets = await sql<{ asset_id: string; total: string }>`
+    SELECT asset_id, sum(balance)::text AS total FROM accounts GROUP BY asset_id HAVING sum(balance) <> 0
+  `.execute(db);
+  for (const a of assets.rows) {
+    differences.push({ kind: "asset_unbalanced", asset_id: a.asset_id, recorded: a.total });
+  }
+  return differences;
+}

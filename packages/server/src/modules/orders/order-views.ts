@@ -1,0 +1,92 @@
+// The order as partners see it (spec §2.3): one shape for every type, decimals as strings.
+
+import { formatDecimal } from "@counterpart/protocol";
+import type { Selectable } from "kysely";
+import { Type } from "typebox";
+import { moneyFromPg } from "../../db/numeric.ts";
+import type { OrdersTable } from "../../db/schema.ts";
+
+export const orderTypes = ["deposit", "withdrawal", "buy", "sell"] as const;
+export const orderSources = [
+  "bank",
+  "card",
+  "blockchain",
+  "referral",
+  "bonus",
+  "market",
+  "limit",
+  "fee",
+  "entity_change",
+  "platform_specific",
+] as const;
+export const orderStatuses = [
+  "new",
+  "open",
+  "pending",
+  "processing",
+  "completed",
+  "expired",
+  "queued_cancel",
+  "canceled",
+  "rejected",
+  "failed",
+] as const;
+
+const Decimal = Type.String({ description: "decimal string (may use scientific notation)" });
+const NullableDecimal = Type.Union([Decimal, Type.Null()]);
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const OrderSchema = Type.Object({
+  id: Type.Integer(),
+  order_no: Type.String(),
+  partner_order_ref: NullableString,
+  partner_client_id: Type.String(),
+  type: Type.Union(orderTypes.map((t) => Type.Literal(t))),
+  source: Type.Union(orderSources.map((t) => Type.Literal(t))),
+  status: Type.Union(orderStatuses.map((t) => Type.Literal(t))),
+  price: NullableDecimal,
+  credit: NullableDecimal,
+  credit_asset_id: NullableString,
+  debit: NullableDecimal,
+  debit_asset_id: NullableString,
+  fee: Decimal,
+  fee_asset_id: Type.String(),
+  vat: Decimal,
+  created_at: Type.String(),
+  transitioned_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+export type OrderRow = Selectable<OrdersTable> & { partner_client_id: string };
+
+export type OrderView = ReturnType<typeof orderView>;
+
+const decimalOrNull = (v: string | null) => (v === null ? null : formatDecimal(moneyFromPg(v)));
+
+/** A human label, not a lookup key: the creation date and the id. */
+export function orderNumber(id: number, createdAt: string): string {
+  return `ORD-${createdAt.slice(0, 10).replaceAll("-", "")}-${String(id).padStart(6, "0")}`;
+}
+
+export function orderView(o: OrderRow) {
+  return {
+    id: o.id,
+    order_no: orderNumber(o.id, o.created_at),
+    partner_order_ref: o.partner_order_ref,
+    partner_client_id: o.partner_client_id,
+    type: o.type,
+    source: o.source,
+    status: o.status,
+    price: decimalOrNull(o.price),
+    credit: decimalOrNull(o.credit),
+    credit_asset_id: o.credit_asset_id,
+    debit: decimalOrNull(o.debit),
+    debit_asset_id: o.debit_asset_id,
+    fee: formatDecimal(moneyFromPg(o.fee)),
+    fee_asset_id: o.fee_asset_id,
+    vat: formatDecimal(moneyFromPg(o.vat)),
+    created_at: o.created_at,
+    transitioned_at: o.transitioned_at,
+    updated_at: o.updated_at,
+  };
+}

@@ -1,0 +1,106 @@
+// GET /v1/partner/orders/{id}, /orders/ref/{ref} and /orders (spec §4.5).
+
+import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
+import type { OrderSource, OrderStatus } from "../../db/schema.ts";
+import { HttpError, validationError } from "../../http/http-error.ts";
+import { DatetimeQuery, PageQuery, queryDatetime } from "../../http/query-schemas.ts";
+import { OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
+import type { OrdersService } from "./orders-service.ts";
+
+const ListQuery = Type.Object({
+  partner_client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  source: Type.Optional(Type.Array(Type.Union(orderSources.map((s) => Type.Literal(s))), { maxItems: 20 })),
+  status: Type.Optional(Type.Array(Type.Union(orderStatuses.map((s) => Type.Literal(s))), { maxItems: 20 })),
+  from_datetime: Type.Optional(DatetimeQuery),
+  to_datetime: Type.Optional(DatetimeQuery),
+  ...PageQuery,
+});
+
+interface ListQueryType {
+  partner_client_id?: string;
+  source?: OrderSource[];
+  status?: OrderStatus[];
+  from_datetime?: string;
+  to_datetime?: string;
+  page?: number;
+  page_size?: number;
+}
+
+function datetimeParam(name: "from_datetime" | "to_datetime", value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const parsed = queryDatetime(value);
+  if (parsed === null) {
+    throw validationError([
+      { loc: ["query", name], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
+    ]);
+  }
+  return parsed;
+}
+
+export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void {
+  app.get<{ Params: { order_id: string } }>(
+    "/v1/partner/orders/:order_id",
+    {
+      schema: {
+        params: Type.Object({ order_id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Type.Object({ result: OrderSchema }) },
+      },
+    },
+    async (request) => {
+      // Any id that is not a positive integer names no order: 404, like an absent one.
+      const raw = request.params.order_id;
+      const id = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
+      const order = id !== null && Number.isSafeInteger(id) ? await orders.get(request.partnerId!, id) : null;
+      if (order === null) throw new HttpError("not_found");
+      return { result: order };
+    },
+  );
+
+  app.get<{ Params: { partner_order_ref: string } }>(
+    "/v1/partner/orders/ref/:partner_order_ref",
+    {
+      schema: {
+        params: Type.Object({ partner_order_ref: Type.String({ maxLength: 1024 }) }),
+        response: { 200: Type.Object({ result: OrderSchema }) },
+      },
+    },
+    async (request) => {
+      const order = await orders.getByRef(request.partnerId!, request.params.partner_order_ref);
+      if (order === null) throw new HttpError("not_found");
+      return { result: order };
+    },
+  );
+
+  app.get<{ Querystring: ListQueryType }>(
+    "/v1/partner/orders",
+    {
+      schema: {
+        querystring: ListQuery,
+        response: {
+          200: Type.Object({
+            items: Type.Array(OrderSchema),
+            total: Type.Integer(),
+            page: Type.Integer(),
+            page_size: Type.Integer(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const result = await orders.list(request.partnerId!, {
+        partnerClientId: q.partner_client_id ?? null,
+        sources: q.source ?? [],
+        statuses: q.status ?? [],
+        from: datetimeParam("from_datetime", q.from_datetime),
+        to: datetimeParam("to_datetime", q.to_datetime),
+        page: q.page ?? 1,
+        pageSize: q.page_size ?? 10,
+      });
+      if (!result.ok) throw new HttpError(result.error);
+      const { ok: _ok, ...body } = result;
+      return body;
+    },
+  );
+}

@@ -1,0 +1,59 @@
+// Order look-ups for partners (spec §4.5): by id, by the partner's reference, and a filtered,
+// paginated list, newest first.
+
+import type { Db } from "../../db/database.ts";
+import type { OrderSource, OrderStatus } from "../../db/schema.ts";
+import { lookUpClient } from "../clients/client-check.ts";
+import { type OrderView, orderView } from "./order-views.ts";
+import { findOrder, findOrderByRef, listOrders } from "./orders-store.ts";
+
+export interface OrderListQuery {
+  partnerClientId: string | null;
+  sources: OrderSource[];
+  statuses: OrderStatus[];
+  from: string | null;
+  to: string | null;
+  page: number;
+  pageSize: number;
+}
+
+export type OrderListResult =
+  | { ok: true; items: OrderView[]; total: number; page: number; page_size: number }
+  | { ok: false; error: "invalid_client" };
+
+export class OrdersService {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** null when absent or another partner's (404). */
+  async get(partnerId: string, id: number): Promise<OrderView | null> {
+    const row = await findOrder(this.#db, partnerId, id);
+    return row ? orderView(row) : null;
+  }
+
+  /** null when no order of the partner has this reference (404). */
+  async getByRef(partnerId: string, ref: string): Promise<OrderView | null> {
+    const row = await findOrderByRef(this.#db, partnerId, ref);
+    return row ? orderView(row) : null;
+  }
+
+  /** Errors: invalid_client (2008) for a partner_client_id filter that is not the partner's. */
+  async list(partnerId: string, q: OrderListQuery): Promise<OrderListResult> {
+    let clientId: number | null = null;
+    if (q.partnerClientId !== null) {
+      const client = await lookUpClient(this.#db, partnerId, q.partnerClientId);
+      if (!client.ok) return client;
+      clientId = client.client.id;
+    }
+    const { rows, total } = await listOrders(
+      this.#db,
+      partnerId,
+      { clientId, sources: q.sources, statuses: q.statuses, from: q.from, to: q.to },
+      q.page,
+      q.pageSize,
+    );
+    return { ok: true, items: rows.map(orderView), total, page: q.page, page_size: q.pageSize };
+  }
+}

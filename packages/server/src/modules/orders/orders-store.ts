@@ -1,0 +1,80 @@
+// Queries on orders. Each takes a db or a transaction.
+
+import type { Insertable } from "kysely";
+import type { Db } from "../../db/database.ts";
+import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
+import type { Tx } from "../../db/transaction.ts";
+import type { OrderRow } from "./order-views.ts";
+
+type Q = Db | Tx;
+
+function withClient(db: Q) {
+  return db
+    .selectFrom("orders as o")
+    .innerJoin("clients as c", "c.id", "o.client_id")
+    .selectAll("o")
+    .select("c.partner_client_id");
+}
+
+/** Inserts an order; a reused reference raises the unique violation `orders_partner_order_ref_key`. */
+export async function insertOrder(tx: Tx, row: Insertable<OrdersTable>) {
+  return tx.insertInto("orders").values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function refTaken(db: Q, partnerId: string, ref: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("orders")
+    .select("id")
+    .where("partner_id", "=", partnerId)
+    .where("partner_order_ref", "=", ref)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function findOrder(db: Q, partnerId: string, id: number): Promise<OrderRow | undefined> {
+  return withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id).executeTakeFirst();
+}
+
+export async function findOrderByRef(db: Q, partnerId: string, ref: string): Promise<OrderRow | undefined> {
+  return withClient(db)
+    .where("o.partner_id", "=", partnerId)
+    .where("o.partner_order_ref", "=", ref)
+    .executeTakeFirst();
+}
+
+export interface OrderFilter {
+  clientId: number | null;
+  sources: OrderSource[];
+  statuses: OrderStatus[];
+  /** timestamptz text, inclusive */
+  from: string | null;
+  to: string | null;
+}
+
+export async function listOrders(
+  db: Q,
+  partnerId: string,
+  filter: OrderFilter,
+  page: number,
+  pageSize: number,
+): Promise<{ rows: OrderRow[]; total: number }> {
+  let q = db.selectFrom("orders as o").where("o.partner_id", "=", partnerId);
+  if (filter.clientId !== null) q = q.where("o.client_id", "=", filter.clientId);
+  if (filter.sources.length > 0) q = q.where("o.source", "in", filter.sources);
+  if (filter.statuses.length > 0) q = q.where("o.status", "in", filter.statuses);
+  if (filter.from !== null) q = q.where("o.created_at", ">=", filter.from);
+  if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
+  const [count, rows] = await Promise.all([
+    q.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    q
+      .innerJoin("clients as c", "c.id", "o.client_id")
+      .selectAll("o")
+      .select("c.partner_client_id")
+      .orderBy("o.created_at", "desc")
+      .orderBy("o.id", "desc")
+      .limit(pageSize)
+      .offset((page - 1) * pageSize)
+      .execute(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
