@@ -1,0 +1,186 @@
+// DESIGN "Money": double entry, balances as maintained rows recomputed by the ledger check, and the
+// database constraints behind each invariant. A fast-check property drives random sequences of
+// deposits and withdrawals through the service.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { formatDecimal } from "@counterpart/protocol";
+import fc from "fast-check";
+import { sql } from "kysely";
+import { inTransaction } from "../../db/transaction.ts";
+import { insertClient } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { insertOrder } from "../orders/index.ts";
+import { checkLedger, clientBalances, postLegs } from "./index.ts";
+
+describe("ledger", () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await startTestContext();
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  test("property: any sequence of deposits and withdrawals ends at the exact sum of the accepted ones", async () => {
+    let n = 0;
+    const op = fc.record({
+      kind: fc.constantFrom("deposit" as const, "withdrawal" as const),
+      // Up to 10^6 with 8 decimals, as scale-8 units.
+      units: fc.bigInt({ min: 1n, max: 100_000_000_000_000n }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
+        n++;
+        const client = await insertClient(ctx.services.database.db, ctx.partner.id, 1000 + n);
+        let expected = 0n;
+        for (const [i, o] of ops.entries()) {
+          const req = {
+            partnerClientId: client.partnerClientId,
+            assetId: "USD",
+            amount: o.units,
+            partnerOrderRef: `p${n}-${i}`,
+          };
+          const result =
+            o.kind === "deposit"
+              ? await ctx.services.funding.deposit(ctx.partner.id, req)
+              : await ctx.services.funding.withdraw(ctx.partner.id, req);
+          if (o.kind === "deposit") {
+            assert.ok(result.ok);
+            expected += o.units;
+          } else if (o.units <= expected) {
+            assert.ok(result.ok, "a covered withdrawal succeeds");
+            expected -= o.units;
+          } else {
+            assert.deepEqual(result, { ok: false, error: "insufficient_funds_for_payment" });
+          }
+          const balance =
+            (await clientBalances(ctx.services.database.db, client.id)).get("USD")?.balance ?? 0n;
+          assert.equal(balance, expected);
+          assert.ok(balance >= 0n);
+        }
+        const view = await ctx.services.balances.get(ctx.partner.id, client.partnerClientId, "USD");
+        assert.ok(view.ok);
+        assert.equal(view.balance.balance, formatDecimal(expected));
+      }),
+      { numRuns: 25 },
+    );
+    assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
+  test("the ledger check names an account whose balance differs from its postings", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 1);
+    const dep = await ctx.services.funding.deposit(ctx.partner.id, {
+      partnerClientId: client.partnerClientId,
+      assetId: "AED",
+      amount: 500_000_000n,
+      partnerOrderRef: "tamper",
+    });
+    assert.ok(dep.ok);
+    assert.deepEqual(await checkLedger(db), []);
+    await sql`UPDATE accounts SET balance = balance + 1 WHERE kind = 'client' AND client_id = ${client.id}`.execute(
+      db,
+    );
+    const diffs = await checkLedger(db);
+    const account = diffs.find((d) => d.kind === "account_balance");
+    assert.ok(account);
+    assert.equal(account.asset_id, "AED");
+    assert.equal(account.recorded, "6.00000000");
+    assert.equal(account.from_postings, "5.00000000");
+    assert.match(account.account ?? "", new RegExp(`^client:${ctx.partner.id}:client-${client.id}:AED$`));
+    assert.ok(diffs.some((d) => d.kind === "asset_unbalanced" && d.asset_id === "AED"));
+    await sql`UPDATE accounts SET balance = balance - 1 WHERE kind = 'client' AND client_id = ${client.id}`.execute(
+      db,
+    );
+    assert.deepEqual(await checkLedger(db), []);
+  });
+
+  test("the database refuses what the service never does: negative balances, unbalanced orders, NaN, zero", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 2);
+    const negative = sql`INSERT INTO accounts (kind, partner_id, client_id, asset_id, balance) VALUES ('client', ${ctx.partner.id}, ${client.id}, 'EUR', -1)`;
+    await assert.rejects(negative.execute(db), /accounts_client_not_negative|check/i);
+
+    const newOrder = (tx: Parameters<Parameters<typeof inTransaction>[1]>[0], ref: string) =>
+      insertOrder(tx, {
+        partner_id: ctx.partner.id,
+        client_id: client.id,
+        partner_order_ref: ref,
+        type: "deposit",
+        source: "bank",
+        status: "completed",
+        price: null,
+        debit: "1",
+        debit_asset_id: "EUR",
+        credit: null,
+        credit_asset_id: null,
+        fee: "0",
+        fee_asset_id: "EUR",
+        vat: "0",
+      });
+    // Postings that do not sum to zero per order are refused at commit by the constraint trigger.
+    await assert.rejects(
+      inTransaction(db, async (tx) => {
+        const o = await newOrder(tx, "unbalanced");
+        const acct = await tx
+          .insertInto("accounts")
+          .values({
+            kind: "client",
+            partner_id: ctx.partner.id,
+            client_id: client.id,
+            asset_id: "EUR",
+            balance: "1",
+          })
+          .returning("id")
+          .executeTakeFirstOrThrow();
+        await tx
+          .insertInto("postings")
+          .values({ order_id: o.id, account_id: acct.id, asset_id: "EUR", amount: "1" })
+          .execute();
+      }),
+      /do not balance/,
+    );
+    assert.equal(
+      (
+        await sql<{
+          n: number;
+        }>`SELECT count(*)::int8 AS n FROM orders WHERE partner_order_ref = 'unbalanced'`.execute(db)
+      ).rows[0]?.n,
+      0,
+    );
+
+    for (const bad of ["'NaN'", "0", "-1"]) {
+      await assert.rejects(
+        sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id, fee_asset_id)
+            VALUES (${ctx.partner.id}, ${client.id}, ${`bad-${bad}`}, 'deposit', 'bank', 'completed', ${sql.raw(bad)}::numeric, 'EUR', 'EUR')`.execute(
+          db,
+        ),
+        /check/i,
+        bad,
+      );
+    }
+    // postLegs itself refuses unbalanced legs before touching the database.
+    await assert.rejects(
+      inTransaction(db, async (tx) => {
+        const o = await newOrder(tx, "legs");
+        await postLegs(tx, ctx.partner.id, o.id, [
+          { kind: "client", clientId: client.id, assetId: "EUR", amount: 5n },
+        ]);
+      }),
+      /do not balance/,
+    );
+  });
+
+  test("a duplicate (partner, partner_order_ref) is refused by the database", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 3);
+    const insert = (ref: string) =>
+      sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id, fee_asset_id)
+          VALUES (${ctx.partner.id}, ${client.id}, ${ref}, 'deposit', 'bank', 'completed', 1, 'EUR', 'EUR')`.execute(
+        db,
+      );
+    await insert("dup");
+    await assert.rejects(insert("dup"), /orders_partner_order_ref_key|duplicate/);
+  });
+});
