@@ -11,6 +11,7 @@ import type { HttpMetrics } from "./http/metrics.ts";
 import "./http/request-context.ts";
 import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
+import { adminMoneyRoutes } from "./modules/admin/admin-money-routes.ts";
 import { adminRoutes } from "./modules/admin/admin-routes.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
@@ -177,6 +178,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
     return reply.type(m.contentType).send(m.body);
   });
   adminRoutes(app, services);
+  adminMoneyRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }

@@ -1,0 +1,140 @@
+// The admin API: bearer token, partner provisioning with key and allow-list checks, asset flags
+// (which the partner API then honours), and the ledger check.
+
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { generateKeyPair } from "@counterpart/protocol";
+import { sql } from "kysely";
+import { insertClient } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+
+describe("admin API", () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await startTestContext();
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  test("every admin route needs the bearer token", async () => {
+    for (const token of [undefined, "Bearer wrong", `Basic ${ctx.adminToken}`, ctx.adminToken]) {
+      const res = await ctx.admin.inject({
+        method: "GET",
+        url: "/admin/partners",
+        headers: token === undefined ? {} : { authorization: token },
+      });
+      assert.equal(res.statusCode, 401);
+      assert.deepEqual(res.json(), { code: 401, msg: "Unauthorized", msg_detail: null });
+    }
+    assert.equal((await ctx.adminRequest("GET", "/admin/partners")).statusCode, 200);
+  });
+
+  test("partners: create, show, list, key, allow-list and activation, with input checks", async () => {
+    const keys = generateKeyPair();
+    const created = await ctx.adminRequest("POST", "/admin/partners", {
+      name: "Acme",
+      public_key_pem: keys.publicKeyPem,
+      allowed_ips: ["10.0.0.0/8", "2001:db8::/32", "127.0.0.1"],
+    });
+    assert.equal(created.statusCode, 201);
+    const p = created.json().result;
+    assert.match(p.id, /^[0-9a-f-]{36}$/);
+    assert.equal(p.active, true);
+    assert.deepEqual(p.allowed_ips, ["10.0.0.0/8", "2001:db8::/32", "127.0.0.1"]);
+    assert.equal((await ctx.adminRequest("GET", `/admin/partners/${p.id}`)).json().result.name, "Acme");
+    assert.ok(
+      (await ctx.adminRequest("GET", "/admin/partners"))
+        .json()
+        .items.some((x: { id: string }) => x.id === p.id),
+    );
+
+    const rsa = crypto
+      .generateKeyPairSync("rsa", { modulusLength: 2048 })
+      .publicKey.export({ type: "spki", format: "pem" });
+    const identity = Buffer.concat([
+      Buffer.from("302a300506032b6570032100", "hex"),
+      Buffer.from([1, ...new Array(31).fill(0)]),
+    ]);
+    const smallOrder = `-----BEGIN PUBLIC KEY-----\n${identity.toString("base64")}\n-----END PUBLIC KEY-----\n`;
+    for (const [pem, type] of [
+      ["not a key", "public_key_not_pem"],
+      [String(rsa), "public_key_not_ed25519"],
+      [smallOrder, "public_key_small_order"],
+    ]) {
+      const res = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/key`, { public_key_pem: pem });
+      assert.equal(res.statusCode, 422, type);
+      assert.equal(res.json().msg_detail[0].type, type);
+    }
+    const badIp = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/ips`, {
+      allowed_ips: ["10.0.0.0/33"],
+    });
+    assert.equal(badIp.statusCode, 422);
+    assert.equal(badIp.json().msg_detail[0].type, "cidr_parsing");
+    const disabled = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/active`, { active: false });
+    assert.equal(disabled.json().result.active, false);
+    const unknown = await ctx.adminRequest("GET", "/admin/partners/00000000-0000-4000-8000-000000000000");
+    assert.equal(unknown.statusCode, 404);
+    assert.equal((await ctx.adminRequest("GET", "/admin/partners/not-a-uuid")).statusCode, 404);
+    // The unchanged record after the refused changes.
+    const after = (await ctx.adminRequest("GET", `/admin/partners/${p.id}`)).json().result;
+    assert.equal(after.public_key_pem, p.public_key_pem);
+    assert.deepEqual(after.allowed_ips, p.allowed_ips);
+  });
+
+  test("asset upsert sets the flags the funding rules read (2012 once not depositable)", async () => {
+    await insertClient(ctx.services.database.db, ctx.partner.id, 1);
+    const deposit = (ref: string) =>
+      ctx.signed({
+        method: "POST",
+        url: "/v1/partner/deposits",
+        body: { partner_client_id: "client-1", asset_id: "EUR", amount: "1", partner_order_ref: ref },
+      });
+    assert.equal((await deposit("e1")).statusCode, 200);
+    const off = await ctx.adminRequest("PUT", "/admin/assets/EUR", { depositable: false });
+    assert.equal(off.statusCode, 200);
+    assert.equal(off.json().result.depositable, false);
+    assert.equal((await deposit("e2")).json().code, 2012);
+    await ctx.adminRequest("PUT", "/admin/assets/EUR", { depositable: true });
+    assert.equal((await deposit("e3")).statusCode, 200);
+
+    const created = await ctx.adminRequest("PUT", "/admin/assets/GBP", {
+      type: "fiat",
+      name_en: "Pound Sterling",
+      published: true,
+      depositable: true,
+      withdrawable: true,
+      usd_rate: "1.27",
+    });
+    assert.equal(created.statusCode, 201);
+    assert.equal(created.json().result.decimal_places, 2);
+    const pub = await ctx.app.inject({ method: "GET", url: "/v1/public/assets/GBP" });
+    assert.equal(pub.json().result.name_en, "Pound Sterling");
+    assert.equal((await ctx.adminRequest("PUT", "/admin/assets/NEW1", { published: true })).statusCode, 422);
+    assert.equal(
+      (await ctx.adminRequest("PUT", "/admin/assets/bad-id", { type: "fiat", name_en: "x" })).statusCode,
+      422,
+    );
+    assert.equal((await ctx.adminRequest("PUT", "/admin/assets/EUR", { decimal_places: 9 })).statusCode, 422);
+  });
+
+  test("the ledger check reports clean, then the account that was tampered with", async () => {
+    const clean = await ctx.adminRequest("GET", "/admin/ledger/check");
+    assert.deepEqual(clean.json(), { result: { ok: true, differences: [] } });
+    await sql`UPDATE accounts SET balance = balance + 0.01 WHERE kind = 'client'`.execute(
+      ctx.services.database.db,
+    );
+    const dirty = (await ctx.adminRequest("GET", "/admin/ledger/check")).json().result;
+    assert.equal(dirty.ok, false);
+    assert.ok(
+      dirty.differences.some(
+        (d: { kind: string; account?: string }) =>
+          d.kind === "account_balance" && d.account?.startsWith("client:"),
+      ),
+    );
+    await sql`UPDATE accounts SET balance = balance - 0.01 WHERE kind = 'client'`.execute(
+      ctx.services.database.db,
+    );
+  });
+});
