@@ -10,6 +10,10 @@ export const limits = {
   multipartBodyBytesMax: 11 * 1024 * 1024,
   multipartFilesMax: 2,
   multipartFieldsMax: 10,
+  /** One text field of a multipart body (the document `type`); longer values are cut and refused. */
+  multipartFieldBytesMax: 1024,
+  /** Header lines of one part of a multipart body. */
+  multipartPartHeadersMax: 8,
   /** One uploaded document file (spec §8: 5 MB). */
   documentFileBytesMax: 5 * 1024 * 1024,
   /** Request headers as a whole; above it Node answers 431. */

@@ -70,6 +70,8 @@ export interface Database {
   used_signatures: UsedSignaturesTable;
   partner_pairs: PartnerPairsTable;
   clients: ClientsTable;
+  document_files: DocumentFilesTable;
+  client_documents: ClientDocumentsTable;
   orders: OrdersTable;
   accounts: AccountsTable;
   postings: PostingsTable;
@@ -199,4 +201,37 @@ export interface PartnerPairsTable {
   partner_id: string;
   pair_id: string;
   available: Generated<boolean>;
+}
+
+export type DocumentType =
+  | "government_id"
+  | "proof_of_address"
+  | "residency_visa"
+  | "source_of_funds"
+  | "bank_statement"
+  | "inquiry_report";
+
+/** The formats a document file may have, as decided from its bytes. */
+export type DocumentContentType =
+  | "image/jpeg"
+  | "image/png"
+  | "image/heic"
+  | "image/heif"
+  | "application/pdf";
+
+/** What one key of the file store holds (migration 0003). */
+export interface DocumentFilesTable {
+  key: string;
+  content_type: DocumentContentType;
+  size_bytes: number;
+  created_at: Timestamp;
+}
+
+export interface ClientDocumentsTable {
+  id: Generated<number>;
+  client_id: number;
+  type: DocumentType;
+  front_file_key: string;
+  back_file_key: string | null;
+  created_at: Timestamp;
 }

@@ -148,15 +148,16 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
         else payload = JSON.stringify(o.body);
         headers["content-type"] = "application/json";
       }
+      // Each request is signed a millisecond after the previous one, as a real client's would
+      // be: an identical POST signed in the same millisecond is a replay.
+      if (o.timestampMs === undefined) clock.advance(1);
       const sig = signRequest({
         partnerId: who.id,
         privateKey: who.privateKeyPem,
         method: o.method,
         target: o.url,
         body: payload ?? "",
-        // Each request is signed a millisecond after the previous one, as a real client's would
-        // be: an identical POST signed in the same millisecond is a replay.
-        nowMs: o.timestampMs ?? (clock.advance(1), clock.nowMs()),
+        nowMs: o.timestampMs ?? clock.nowMs(),
       });
       return app.inject({
         method: o.method,
