@@ -7,7 +7,9 @@ import { Command, CommanderError } from "commander";
 export class UsageError extends Error {}
 
 export async function run(argv: string[]): Promise<number> {
-  const program = new Command("counterpart").description("Counterpart brokerage: operator and partner commands");
+  const program = new Command("counterpart").description(
+    "Counterpart brokerage: operator and partner commands",
+  );
   program.exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
