@@ -17,6 +17,7 @@ import { catalogRoutes } from "./modules/catalog/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
 import { ordersRoutes } from "./modules/orders/index.ts";
+import { tradingRoutes } from "./modules/trading/index.ts";
 import type { PartnerAuthenticator } from "./modules/partners/index.ts";
 import type { Services } from "./services.ts";
 
@@ -146,6 +147,7 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
   fundingRoutes(app, services.funding);
   balancesRoutes(app, services.balances);
   ordersRoutes(app, services.orders);
+  tradingRoutes(app, services.trading);
   add405();
 
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));

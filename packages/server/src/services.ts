@@ -7,6 +7,7 @@ import { FundingService } from "./modules/funding/index.ts";
 import { BalancesService } from "./modules/ledger/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService } from "./modules/partners/index.ts";
+import { TradingService } from "./modules/trading/index.ts";
 import type { Clock } from "./platform/clock.ts";
 import type { Random } from "./platform/random.ts";
 
@@ -21,6 +22,7 @@ export interface Services {
   readonly funding: FundingService;
   readonly balances: BalancesService;
   readonly orders: OrdersService;
+  readonly trading: TradingService;
 }
 
 export function buildServices(deps: {
@@ -38,5 +40,8 @@ export function buildServices(deps: {
     funding: new FundingService(db),
     balances: new BalancesService(db),
     orders: new OrdersService(db),
+    trading: new TradingService(db, deps.clock, deps.random, {
+      priceStaleAfterSeconds: deps.config.priceStaleAfterSeconds,
+    }),
   };
 }

@@ -15,6 +15,8 @@ export interface PartnersTable {
   public_key_pem: string | null;
   allowed_ips: ColumnType<string[], string[] | undefined, string[]>;
   active: Generated<boolean>;
+  fee_rate: ColumnType<string | null, string | null | undefined, string | null>;
+  vat_percentage: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -75,6 +77,7 @@ export interface Database {
   orders: OrdersTable;
   accounts: AccountsTable;
   postings: PostingsTable;
+  quotes: QuotesTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
@@ -201,6 +204,26 @@ export interface PartnerPairsTable {
   partner_id: string;
   pair_id: string;
   available: Generated<boolean>;
+  fee_rate: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface QuotesTable {
+  id: Generated<number>;
+  token_hash: Uint8Array;
+  partner_id: string;
+  client_id: number;
+  pair_id: string;
+  side: "buy" | "sell";
+  price: Numeric;
+  base_amount: Numeric;
+  quote_amount: Numeric;
+  fee: Numeric;
+  vat: Numeric;
+  vat_percentage: string | null;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  spent_at: ColumnType<string | null, string | null | undefined, string | null>;
+  order_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export type DocumentType =

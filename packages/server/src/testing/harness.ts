@@ -10,6 +10,7 @@ import { buildAdminApp, buildPartnerApp } from "../app.ts";
 import { type Config, loadConfig } from "../config/config.ts";
 import { type DatabaseHandle, openDatabase } from "../db/database.ts";
 import { migrate } from "../db/migrate.ts";
+import { isoFromMs } from "../db/time.ts";
 import { englishCountryName, seedCatalog } from "../modules/catalog/index.ts";
 import { ManualClock } from "../platform/clock.ts";
 import { systemRandom } from "../platform/random.ts";
@@ -106,6 +107,11 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
     ...options.env,
   });
   const database = await openTestDatabase();
+  // Prices were seeded "now" by the database's clock; tests run on the injected clock.
+  await database.db
+    .updateTable("asset_pairs")
+    .set({ price_at: isoFromMs(clock.nowMs()) })
+    .execute();
   const services = buildServices({ config, database, clock, random: systemRandom });
   const app = buildPartnerApp(services, { logger: false });
   options.extraRoutes?.(app);
