@@ -13,6 +13,7 @@ import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signatu
 import { validatorCompiler } from "./http/validation.ts";
 import { adminMoneyRoutes } from "./modules/admin/admin-money-routes.ts";
 import { adminRoutes } from "./modules/admin/admin-routes.ts";
+import { adminTradingRoutes } from "./modules/admin/admin-trading-routes.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
@@ -181,6 +182,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   });
   adminRoutes(app, services);
   adminMoneyRoutes(app, services);
+  adminTradingRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }
