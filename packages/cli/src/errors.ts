@@ -1,0 +1,51 @@
+// The CLI's two kinds of failure (DESIGN "Operator side"): bad input, exit 2, and anything else,
+// exit 1. Each carries the line(s) printed on stderr after "counterpart: "; nothing prints a stack.
+
+export type ExitCode = 1 | 2;
+
+export class CliError extends Error {
+  readonly exitCode: ExitCode;
+  readonly lines: readonly string[];
+  constructor(exitCode: ExitCode, lines: string | readonly string[]) {
+    const all = typeof lines === "string" ? [lines] : lines;
+    super(all.join("\n"));
+    this.name = "CliError";
+    this.exitCode = exitCode;
+    this.lines = all;
+  }
+}
+
+/** Bad input: exit 2. */
+export class UsageError extends CliError {
+  constructor(lines: string | readonly string[]) {
+    super(2, lines);
+    this.name = "UsageError";
+  }
+}
+
+/** Any other failure (service unreachable, refused credentials, 5xx): exit 1. */
+export class FailureError extends CliError {
+  constructor(lines: string | readonly string[]) {
+    super(1, lines);
+    this.name = "FailureError";
+  }
+}
+
+/** A short reason for a file-system error, without the stack or the syscall noise. */
+export function fileErrorReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  switch (code) {
+    case "ENOENT":
+      return "no such file";
+    case "EACCES":
+    case "EPERM":
+      return "permission denied";
+    case "EISDIR":
+      return "is a directory";
+    case "ENOTDIR":
+      return "a parent is not a directory";
+    case "EEXIST":
+      return "already exists";
+  }
+  return err instanceof Error ? err.message : String(err);
+}
