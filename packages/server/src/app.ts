@@ -18,8 +18,8 @@ import { catalogRoutes } from "./modules/catalog/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
 import { ordersRoutes } from "./modules/orders/index.ts";
-import { tradingRoutes } from "./modules/trading/index.ts";
 import type { PartnerAuthenticator } from "./modules/partners/index.ts";
+import { tradingRoutes } from "./modules/trading/index.ts";
 import type { Services } from "./services.ts";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
