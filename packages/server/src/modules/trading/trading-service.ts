@@ -14,7 +14,7 @@ import { checkClientCanTransact } from "../clients/client-check.ts";
 import { isDuplicateRef } from "../funding/index.ts";
 import { clientBalances, type Leg, postLegs } from "../ledger/index.ts";
 import { insertOrder, type OrderView, orderView, refTaken } from "../orders/index.ts";
-import { type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
+import { priceQuote, requiredFunds, type Side } from "./quote.ts";
 import {
   findTradingPair,
   findUsableQuote,
