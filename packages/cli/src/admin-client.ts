@@ -1,7 +1,8 @@
-// The admin API as the CLI sees it (packages/server/src/modules/admin/admin-routes.ts). Where it
-// listens and its bearer token come from --admin-url/--admin-token, else COUNTERPART_ADMIN_URL /
-// ADMIN_TOKEN, else what the running sandbox wrote into its data folder. Its answers map to the
-// CLI's exit codes: 404 and 422 are bad input (2); unreachable, 401 and anything else are 1.
+// The admin API as the CLI sees it (packages/server/src/modules/admin/admin-routes.ts,
+// admin-money-routes.ts, admin-trading-routes.ts). Where it listens and its bearer token come from
+// --admin-url/--admin-token, else COUNTERPART_ADMIN_URL / ADMIN_TOKEN, else what the running sandbox
+// wrote into its data folder. Its answers map to the CLI's exit codes: 404 (an unknown id) and 422
+// are bad input (2); unreachable, 401 and anything else are 1.
 
 import path from "node:path";
 import { FailureError, UsageError } from "./errors.ts";
@@ -32,6 +33,85 @@ export interface AdminPartner {
   allowed_ips: string[];
   created_at: string;
   updated_at: string;
+}
+
+/** An asset as the admin API returns it (the public catalog's shape). */
+export interface AdminAsset {
+  id: string;
+  type: "fiat" | "crypto";
+  name_en: string;
+  decimal_places: number;
+  published: boolean;
+  depositable: boolean;
+  withdrawable: boolean;
+}
+
+/** What `PUT /admin/assets/:id` may change; a new asset needs type and name_en. */
+export interface AssetChanges {
+  type?: "fiat" | "crypto";
+  name_en?: string;
+  decimal_places?: number;
+  published?: boolean;
+  depositable?: boolean;
+  withdrawable?: boolean;
+  /** decimal text; null clears it */
+  usd_rate?: string | null;
+}
+
+/** A pair as the admin API returns it; decimals are text at scale 8. */
+export interface AdminPair {
+  id: string;
+  base_id: string;
+  quote_id: string;
+  buy: string;
+  sell: string;
+  tradable: boolean;
+  min_volume: string;
+  max_volume: string;
+  lifetime_s: number;
+  fee_rate: string;
+  price_at: string;
+  /** true while prices set by hand hold the pair; false when the feed drives it */
+  price_pinned: boolean;
+}
+
+/** What `PUT /admin/pairs/:id` may change (decimals as text, checked by the service). */
+export interface PairChanges {
+  tradable?: boolean;
+  min_volume?: string;
+  max_volume?: string;
+  lifetime_s?: number;
+}
+
+/** One partner's settings for one pair. */
+export interface AdminPartnerPair {
+  partner_id: string;
+  pair_id: string;
+  available: boolean;
+  /** the partner's own rate for the pair; null falls back to its default, then the pair's */
+  fee_rate: string | null;
+}
+
+/** A partner's default fee rate and VAT percentage. */
+export interface AdminPartnerFees {
+  fee_rate: string | null;
+  vat_percentage: string | null;
+}
+
+/** One inconsistency the ledger check found (packages/server/src/modules/ledger/ledger-store.ts). */
+export interface LedgerDifference {
+  kind: string;
+  account_id?: number;
+  account?: string;
+  order_id?: number;
+  asset_id?: string;
+  recorded?: string;
+  from_postings?: string;
+}
+
+export interface LedgerReport {
+  ok: boolean;
+  differences: LedgerDifference[];
 }
 
 export function resolveAdminTarget(flags: AdminFlags, env: Env): AdminTarget {
@@ -81,12 +161,16 @@ interface ErrorBody {
   msg_detail?: unknown;
 }
 
-/** The field messages of a 422 ("allowed_ips: ..."), else its msg. */
-function validationMessage(body: ErrorBody): string {
+/**
+ * The field messages of a 422 ("allowed_ips: ..."), else its msg. `names` renames a field (as
+ * "min_volume" or "path.pair_id") to what the operator typed (as "--min-volume").
+ */
+function validationMessage(body: ErrorBody, names: Readonly<Record<string, string>> = {}): string {
   if (Array.isArray(body.msg_detail) && body.msg_detail.length > 0) {
     return body.msg_detail
       .map((d: { loc?: unknown; msg?: unknown }) => {
-        const loc = Array.isArray(d.loc) ? d.loc.filter((p) => p !== "body").join(".") : "";
+        const field = Array.isArray(d.loc) ? d.loc.filter((p) => p !== "body").join(".") : "";
+        const loc = Object.hasOwn(names, field) ? (names[field] ?? field) : field;
         const msg = typeof d.msg === "string" ? d.msg : "invalid";
         return loc === "" ? msg : `${loc}: ${msg}`;
       })
@@ -101,6 +185,21 @@ function isPathError(body: ErrorBody): boolean {
     body.msg_detail.some((d: { loc?: unknown }) => Array.isArray(d.loc) && d.loc[0] === "path")
   );
 }
+
+/** A bad-input line, or how to work it out (one more call, to tell which of two ids is unknown). */
+type Reason = string | (() => Promise<string>);
+
+/** How the refusals of one call read to the operator. */
+interface Refusals {
+  /** A 404: the id the route names is unknown. Without it a 404 means the route is missing (exit 1). */
+  notFound?: Reason;
+  /** A 422 about the path: an id the route refuses outright. Without it, the 422's own message. */
+  badPath?: Reason;
+  /** Body field (or "path.<param>") → what the operator typed, for 422 messages. */
+  names?: Readonly<Record<string, string>>;
+}
+
+const reason = async (r: Reason): Promise<string> => (typeof r === "string" ? r : r());
 
 export class AdminClient {
   readonly #target: AdminTarget;
@@ -142,8 +241,126 @@ export class AdminClient {
     return partnerOf(await this.#request("PUT", `${partnerPath(id)}/active`, { active }, id));
   }
 
-  /** One call; `partnerId` names the partner a 404 is about. */
-  async #request(method: string, urlPath: string, body: unknown, partnerId: string | null): Promise<unknown> {
+  /** Creates the asset (which needs type and name_en) or changes the given fields. */
+  async upsertAsset(id: string, changes: AssetChanges): Promise<{ created: boolean; asset: AdminAsset }> {
+    const { status, body } = await this.#call("PUT", `/admin/assets/${encodeURIComponent(id)}`, changes, {
+      names: {
+        "path.asset_id": `asset id "${id}"`,
+        type: "--type",
+        name_en: "--name",
+        decimal_places: "--decimals",
+        published: "--published",
+        depositable: "--depositable",
+        withdrawable: "--withdrawable",
+        usd_rate: "--usd-rate",
+      },
+    });
+    return { created: status === 201, asset: resultOf<AdminAsset>(body, "id", "the asset answer") };
+  }
+
+  /** Creates the pair (not tradable, and pinned at a placeholder price until `price set`) or changes it. */
+  async upsertPair(id: string, changes: PairChanges): Promise<AdminPair> {
+    const answer = await this.#request("PUT", pairPath(id), changes, {
+      names: {
+        "path.pair_id": `pair "${id}"`,
+        tradable: "--tradable",
+        min_volume: "--min-volume",
+        max_volume: "--max-volume",
+        lifetime_s: "--lifetime",
+      },
+    });
+    return resultOf<AdminPair>(answer, "id", "the pair answer");
+  }
+
+  /** Sets the pair's prices by hand, which pins it until `resumeFeed`. */
+  async setPrice(id: string, price: { buy: string; sell: string; at?: string }): Promise<AdminPair> {
+    const answer = await this.#request("PUT", `${pairPath(id)}/price`, price, {
+      notFound: `unknown pair ${id}`,
+      badPath: `unknown pair ${id}`,
+      names: { buy: "--buy", sell: "--sell", at: "--at" },
+    });
+    return resultOf<AdminPair>(answer, "id", "the pair answer");
+  }
+
+  /** Hands the pair's prices back to the feed. */
+  async resumeFeed(id: string): Promise<AdminPair> {
+    const answer = await this.#request("POST", `${pairPath(id)}/resume`, undefined, {
+      notFound: `unknown pair ${id}`,
+      badPath: `unknown pair ${id}`,
+    });
+    return resultOf<AdminPair>(answer, "id", "the pair answer");
+  }
+
+  /** Whether the partner sees the pair, and its own fee rate for it (null: back to its default). */
+  async setPartnerPair(
+    partnerId: string,
+    pairId: string,
+    changes: { available?: boolean; fee_rate?: string | null },
+  ): Promise<AdminPartnerPair> {
+    // The route answers 404 for either id; asking for the partner tells which one it was.
+    const unknown = async () => {
+      await this.showPartner(partnerId);
+      return `unknown pair ${pairId}`;
+    };
+    const answer = await this.#request(
+      "PUT",
+      `${partnerPath(partnerId)}/pairs/${encodeURIComponent(pairId)}`,
+      changes,
+      { notFound: unknown, badPath: unknown, names: { available: "--available", fee_rate: "--rate" } },
+    );
+    return resultOf<AdminPartnerPair>(answer, "pair_id", "the partner pair answer");
+  }
+
+  /** The partner's default fee rate and VAT percentage (null clears either). */
+  async setPartnerFees(
+    partnerId: string,
+    changes: { fee_rate?: string | null; vat_percentage?: string | null },
+  ): Promise<AdminPartnerFees> {
+    const answer = await this.#request("PUT", `${partnerPath(partnerId)}/fees`, changes, {
+      notFound: `unknown partner ${partnerId}`,
+      badPath: `unknown partner ${partnerId}`,
+      names: { fee_rate: "--rate", vat_percentage: "--vat-percentage" },
+    });
+    const result = (answer as { result?: Partial<AdminPartnerFees> } | null)?.result;
+    if (result === undefined || !("fee_rate" in result) || !("vat_percentage" in result)) {
+      throw unexpected("the partner fees answer");
+    }
+    return result as AdminPartnerFees;
+  }
+
+  /** Recomputes every balance from its postings; the differences found, if any. */
+  async checkLedger(): Promise<LedgerReport> {
+    const answer = await this.#request("GET", "/admin/ledger/check", undefined, null);
+    const result = (answer as { result?: { ok?: unknown; differences?: unknown } } | null)?.result;
+    if (typeof result?.ok !== "boolean" || !Array.isArray(result.differences)) {
+      throw unexpected("GET /admin/ledger/check");
+    }
+    return { ok: result.ok, differences: result.differences as LedgerDifference[] };
+  }
+
+  /**
+   * One call, its parsed answer. `refusals` says what a 404 or a 422 means for this route; a
+   * string names the partner the route is about (a 404 is then "unknown partner").
+   */
+  async #request(
+    method: string,
+    urlPath: string,
+    body: unknown,
+    refusals: Refusals | string | null,
+  ): Promise<unknown> {
+    return (await this.#call(method, urlPath, body, refusals)).body;
+  }
+
+  async #call(
+    method: string,
+    urlPath: string,
+    body: unknown,
+    about: Refusals | string | null,
+  ): Promise<{ status: number; body: unknown }> {
+    const refusals: Refusals =
+      typeof about === "string"
+        ? { notFound: `unknown partner ${about}`, badPath: `unknown partner ${about}` }
+        : (about ?? {});
     const { url, token, tokenSource } = this.#target;
     let response: Response;
     try {
@@ -171,7 +388,7 @@ export class AdminClient {
     }
     if (response.ok) {
       if (parsed === null) throw unexpected(`${method} ${urlPath}`);
-      return parsed;
+      return { status: response.status, body: parsed };
     }
     const error = (parsed ?? {}) as ErrorBody;
     switch (response.status) {
@@ -180,14 +397,16 @@ export class AdminClient {
           `the admin API at ${url} refused the admin token (401 Unauthorized); check ${tokenSource}`,
         );
       case 404:
-        if (partnerId !== null) throw new UsageError(`unknown partner ${partnerId}`);
+        if (refusals.notFound !== undefined) throw new UsageError(await reason(refusals.notFound));
         throw new FailureError(
           `the admin API at ${url} has no ${method} ${urlPath} (404); is it a Counterpart admin API?`,
         );
       case 422:
-        // An id the route refuses outright (too long, say) names no partner either.
-        if (partnerId !== null && isPathError(error)) throw new UsageError(`unknown partner ${partnerId}`);
-        throw new UsageError(validationMessage(error));
+        // An id the route refuses outright (too long, say) names nothing that exists either.
+        if (refusals.badPath !== undefined && isPathError(error)) {
+          throw new UsageError(await reason(refusals.badPath));
+        }
+        throw new UsageError(validationMessage(error, refusals.names));
     }
     const msg = typeof error.msg === "string" ? `: ${error.msg}` : "";
     throw new FailureError(`the admin API answered ${response.status}${msg}`);
@@ -196,6 +415,17 @@ export class AdminClient {
 
 function partnerPath(id: string): string {
   return `/admin/partners/${encodeURIComponent(id)}`;
+}
+
+function pairPath(id: string): string {
+  return `/admin/pairs/${encodeURIComponent(id)}`;
+}
+
+/** The answer's `result`, checked to carry `key` as a string. */
+function resultOf<T>(answer: unknown, key: string, what: string): T {
+  const result = (answer as { result?: Record<string, unknown> } | null)?.result;
+  if (typeof result?.[key] !== "string") throw unexpected(what);
+  return result as T;
 }
 
 function partnerOf(answer: unknown): AdminPartner {

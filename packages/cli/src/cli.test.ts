@@ -2,125 +2,14 @@
 // fresh data folder (ephemeral ports), checking output, exit codes and the one-line errors.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { parsePublicKey } from "@counterpart/protocol";
+import { assertFails, assertOk, baseEnv, closedPort, json, runCli, startSandbox } from "./testing.ts";
 
-const root = path.resolve(import.meta.dirname, "../../..");
-const mainTs = path.join(root, "packages/cli/src/main.ts");
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The environment of an operator's shell beside the sandbox: nothing inherited that would steer the CLI. */
-function baseEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) {
-    if (/^(COUNTERPART_|NODE_TEST|NODE_OPTIONS$)/.test(name)) delete env[name];
-  }
-  for (const name of [
-    "DATABASE_URL",
-    "TEST_DATABASE_URL",
-    "ADMIN_TOKEN",
-    "WORKERS",
-    "PORT",
-    "ADMIN_PORT",
-    "HOST",
-  ]) {
-    delete env[name];
-  }
-  return { ...env, DATA_DIR: dataDir, ...extra };
-}
-
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [mainTs, ...args], {
-      cwd: root,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => {
-      stderr += d;
-    });
-    // Generous: a fresh PGlite folder runs initdb, which is slow on a loaded 2-core machine.
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function json(r: Run): Record<string, unknown> {
-  try {
-    return JSON.parse(r.stdout) as Record<string, unknown>;
-  } catch {
-    assert.fail(`stdout is not one JSON object (exit ${r.code}):\n${r.stdout}\nstderr:\n${r.stderr}`);
-  }
-}
-
-function assertOk(r: Run): void {
-  assert.equal(r.code, 0, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
-}
-
-/** Exit `code` with exactly one "counterpart: ..." line on stderr matching `pattern`, no stack. */
-function assertFails(r: Run, code: 1 | 2, pattern: RegExp): void {
-  assert.equal(
-    r.code,
-    code,
-    `expected exit ${code}, got ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`,
-  );
-  const lines = r.stderr.split("\n").filter((l) => l !== "");
-  assert.equal(lines.length, 1, `expected one stderr line, got:\n${r.stderr}`);
-  assert.match(lines[0]!, /^counterpart: /);
-  assert.match(lines[0]!, pattern);
-  assert.doesNotMatch(r.stderr + r.stdout, /\n\s+at /, "no stack trace");
-}
-
-async function waitForEndpoints(
-  file: string,
-  exited: () => boolean,
-  log: () => string,
-): Promise<{ partner_url: string; admin_url: string }> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (exited()) assert.fail(`the sandbox exited during start-up:\n${log()}`);
-    try {
-      const e = JSON.parse(fs.readFileSync(file, "utf8")) as { partner_url?: unknown; admin_url?: unknown };
-      if (typeof e.partner_url === "string" && typeof e.admin_url === "string") {
-        return { partner_url: e.partner_url, admin_url: e.admin_url };
-      }
-    } catch {
-      // not written yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`no endpoints.json with both URLs within 20 s:\n${log()}`);
-}
-
-/** A port on which nothing listens (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function smallOrderPem(): string {
   const raw = Buffer.alloc(32);
@@ -130,55 +19,7 @@ function smallOrderPem(): string {
 }
 
 test("counterpart CLI against a running sandbox", async (t) => {
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "counterpart-cli-"));
-  const dataDir = path.join(tmp, "data");
-  const env = baseEnv(dataDir);
-
-  let serveLog = "";
-  const sandbox = spawn(process.execPath, [mainTs, "serve"], {
-    cwd: root,
-    env: baseEnv(dataDir, { PORT: "0", ADMIN_PORT: "0", PRICE_FEED: "manual", LOG_LEVEL: "warn" }),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  sandbox.stdout.setEncoding("utf8").on("data", (d: string) => {
-    serveLog += d;
-  });
-  sandbox.stderr.setEncoding("utf8").on("data", (d: string) => {
-    serveLog += d;
-  });
-  let exitCode: number | null | undefined;
-  let exitSignal: NodeJS.Signals | null = null;
-  const exited = new Promise<void>((resolve) =>
-    sandbox.on("exit", (code, signal) => {
-      exitCode = code;
-      exitSignal = signal;
-      resolve();
-    }),
-  );
-
-  t.after(async () => {
-    try {
-      if (exitCode === undefined) {
-        sandbox.kill("SIGTERM");
-        const timer = setTimeout(() => sandbox.kill("SIGKILL"), 10_000);
-        await exited;
-        clearTimeout(timer);
-        assert.equal(exitSignal, null, `the sandbox died of ${exitSignal}:\n${serveLog}`);
-        assert.equal(exitCode, 0, `the sandbox exited ${exitCode} on SIGTERM:\n${serveLog}`);
-      }
-    } finally {
-      fs.rmSync(tmp, { recursive: true, force: true });
-    }
-  });
-
-  const endpoints = await waitForEndpoints(
-    path.join(dataDir, "endpoints.json"),
-    () => exitCode !== undefined,
-    () => serveLog,
-  );
-  const demo = JSON.parse(fs.readFileSync(path.join(dataDir, "demo-partner/partner.json"), "utf8")) as {
-    partner_id: string;
-  };
+  const { tmp, dataDir, env, endpoints, demo } = await startSandbox(t, "counterpart-cli-");
   const keysA = path.join(tmp, "keys-a");
   const keysB = path.join(tmp, "keys-b");
   let partnerId = "";

@@ -4,7 +4,9 @@
 
 import { Command, CommanderError } from "commander";
 import { registerCallCommand } from "./call-command.ts";
+import { registerCatalogCommands } from "./catalog-commands.ts";
 import { CliError } from "./errors.ts";
+import { registerLedgerCommands } from "./ledger-commands.ts";
 import { registerLocalCommands } from "./local-commands.ts";
 import type { Env } from "./local-files.ts";
 import { printJson } from "./output.ts";
@@ -40,6 +42,8 @@ export function buildProgram(env: Env, setExit: (code: 0 | 1) => void): Command 
   });
   registerLocalCommands(program, env);
   registerPartnerCommands(program, env);
+  registerCatalogCommands(program, env);
+  registerLedgerCommands(program, env, setExit);
   registerCallCommand(program, env, setExit);
   return program;
 }

@@ -2,7 +2,14 @@
 // for lists and "key: value" lines for one record. Text that came from the service is shown with
 // control characters escaped, so a partner name cannot rewrite the operator's terminal.
 
-import type { AdminPartner } from "./admin-client.ts";
+import type {
+  AdminAsset,
+  AdminPair,
+  AdminPartner,
+  AdminPartnerFees,
+  AdminPartnerPair,
+  LedgerDifference,
+} from "./admin-client.ts";
 
 export interface OutputOptions {
   json?: boolean | undefined;
@@ -77,4 +84,68 @@ export function formatPartnerTable(items: readonly AdminPartner[]): string {
       p.allowed_ips.length === 0 ? "(none)" : p.allowed_ips.join(","),
     ]),
   );
+}
+
+export function formatAsset(a: AdminAsset, created: boolean): string {
+  return formatRecord([
+    ["id", a.id],
+    ["type", a.type],
+    ["name", a.name_en],
+    ["decimal_places", String(a.decimal_places)],
+    ["published", String(a.published)],
+    ["depositable", String(a.depositable)],
+    ["withdrawable", String(a.withdrawable)],
+    ["created", String(created)],
+  ]);
+}
+
+export function formatPair(p: AdminPair): string {
+  return formatRecord([
+    ["id", p.id],
+    ["tradable", String(p.tradable)],
+    ["buy", p.buy],
+    ["sell", p.sell],
+    ["prices", p.price_pinned ? "pinned (set by hand)" : "from the feed"],
+    ["price_at", p.price_at],
+    ["min_volume", p.min_volume],
+    ["max_volume", p.max_volume],
+    ["lifetime_s", String(p.lifetime_s)],
+    ["fee_rate", p.fee_rate],
+  ]);
+}
+
+export function formatPartnerPair(p: AdminPartnerPair): string {
+  return formatRecord([
+    ["partner", p.partner_id],
+    ["pair", p.pair_id],
+    ["available", String(p.available)],
+    ["fee_rate", p.fee_rate ?? "(the partner's default, else the pair's)"],
+  ]);
+}
+
+export function formatPartnerFees(partnerId: string, f: AdminPartnerFees): string {
+  return formatRecord([
+    ["partner", partnerId],
+    ["fee_rate", f.fee_rate ?? "(each pair's own rate)"],
+    ["vat_percentage", f.vat_percentage ?? "(none)"],
+  ]);
+}
+
+/** One line per difference: the account or order it concerns, then the recorded and posted figures. */
+export function formatLedgerDifferences(differences: readonly LedgerDifference[]): string {
+  return differences.map((d) => clean(ledgerLine(d))).join("\n");
+}
+
+function ledgerLine(d: LedgerDifference): string {
+  const recorded = d.recorded ?? "0";
+  const posted = d.from_postings ?? "0";
+  switch (d.kind) {
+    case "account_balance":
+      return `account ${d.account ?? `#${d.account_id}`}: recorded ${recorded}, from postings ${posted}`;
+    case "order_unbalanced":
+      return `order ${d.order_id} ${d.asset_id}: recorded 0, from postings ${posted} (an order's postings sum to 0)`;
+    case "asset_unbalanced":
+      return `asset ${d.asset_id}: account balances sum to ${recorded}, not 0`;
+  }
+  return `${d.kind}: ${JSON.stringify(d)}`;
 }
