@@ -5,6 +5,7 @@
 import { Command, CommanderError } from "commander";
 import { registerCallCommand } from "./call-command.ts";
 import { registerCatalogCommands } from "./catalog-commands.ts";
+import { registerClientCommands } from "./client-commands.ts";
 import { CliError } from "./errors.ts";
 import { registerLedgerCommands } from "./ledger-commands.ts";
 import { registerLocalCommands } from "./local-commands.ts";
@@ -42,6 +43,7 @@ export function buildProgram(env: Env, setExit: (code: 0 | 1) => void): Command 
   });
   registerLocalCommands(program, env);
   registerPartnerCommands(program, env);
+  registerClientCommands(program, env);
   registerCatalogCommands(program, env);
   registerLedgerCommands(program, env, setExit);
   registerCallCommand(program, env, setExit);

@@ -8,13 +8,17 @@ import { limits } from "./config/limits.ts";
 import { checkString, registerBodyParsers } from "./http/body-parsing.ts";
 import { errorHandler, sendError, validationError } from "./http/http-error.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
+import { registerMultipartParser } from "./http/multipart.ts";
 import "./http/request-context.ts";
 import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
+import { adminClientsRoutes } from "./modules/admin/admin-clients-routes.ts";
 import { adminMoneyRoutes } from "./modules/admin/admin-money-routes.ts";
 import { adminRoutes } from "./modules/admin/admin-routes.ts";
 import { adminTradingRoutes } from "./modules/admin/admin-trading-routes.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
+import { clientsRoutes } from "./modules/clients/index.ts";
+import { documentsRoutes, fileRoutes } from "./modules/documents/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
 import { ordersRoutes } from "./modules/orders/index.ts";
@@ -128,6 +132,8 @@ function addInputChecks(app: FastifyInstance): void {
 
 export function buildPartnerApp(services: Services, options: AppOptions): FastifyInstance {
   const app = baseApp(services, { ...options, authenticator: services.authenticator });
+  // Document uploads: the multipart bytes are kept for the signature like any other body.
+  registerMultipartParser(app);
   // Order of checks (DESIGN): size limits (parsers) → auth → route → schema → the use case.
   app.addHook("preValidation", signatureAuthHook(services.authenticator));
   addInputChecks(app);
@@ -149,6 +155,9 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
   balancesRoutes(app, services.balances);
   ordersRoutes(app, services.orders);
   tradingRoutes(app, services.trading);
+  clientsRoutes(app, services.clients);
+  documentsRoutes(app, services.documents);
+  fileRoutes(app, services.documents);
   add405();
 
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
@@ -183,6 +192,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   adminRoutes(app, services);
   adminMoneyRoutes(app, services);
   adminTradingRoutes(app, services);
+  adminClientsRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }

@@ -24,15 +24,28 @@ export function adminToken(dataDir: string, configured: string | null): string {
   return token;
 }
 
-/** A secret kept in the data folder, made once (used when the environment gives none). */
+/**
+ * A secret kept in the data folder, made once (used when the environment gives none). Several API
+ * processes may ask for it at the same moment: the secret is written aside and hard-linked into
+ * place, which fails if another process won, so every process reads the one secret that won and
+ * never a half-written file.
+ */
 export function folderSecret(dataDir: string, name: string, configured: string | null): string {
   if (configured !== null) return configured;
   const file = path.join(dataDir, name);
-  if (fs.existsSync(file)) return fs.readFileSync(file, "utf8").trim();
-  fs.mkdirSync(dataDir, { recursive: true });
-  const secret = crypto.randomBytes(32).toString("base64url");
-  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const aside = `${file}.${process.pid}.${crypto.randomBytes(4).toString("hex")}`;
+    fs.writeFileSync(aside, `${crypto.randomBytes(32).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
+    try {
+      fs.linkSync(aside, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    } finally {
+      fs.rmSync(aside, { force: true });
+    }
+  }
+  return fs.readFileSync(file, "utf8").trim();
 }
 
 /** Where the running service listens, for the CLI and scripts started beside it. */

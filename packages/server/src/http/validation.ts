@@ -10,7 +10,14 @@ import type { FastifySchemaCompiler } from "fastify";
 // ajv-formats ships CommonJS with a default export object.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats?: string[]) => Ajv;
 
-const common: Options = { allErrors: true, strict: false, useDefaults: true, removeAdditional: false };
+// verbose: errors carry their parentSchema, where a rule's own 422 `type` and `msg` (x-error) live.
+const common: Options = {
+  allErrors: true,
+  strict: false,
+  useDefaults: true,
+  removeAdditional: false,
+  verbose: true,
+};
 const bodyAjv = new Ajv({ ...common, coerceTypes: false });
 const textAjv = new Ajv({ ...common, coerceTypes: "array" });
 for (const ajv of [bodyAjv, textAjv]) {

@@ -133,6 +133,8 @@ describe("orders", () => {
       const res = await get(`/v1/partner/orders?${q}`);
       assert.equal(res.statusCode, 422, q);
       assert.deepEqual(res.json().msg_detail[0].loc.slice(0, 2), ["query", name], q);
+      if (name.endsWith("datetime"))
+        assert.equal(res.json().msg_detail[0].type, "datetime_from_date_parsing", q);
     }
   });
 

@@ -1,0 +1,131 @@
+// Spec §3.1 (statuses other than verified come from the compliance team), §3.2 and §7.3 (2009,
+// 2010 through the shared client check); DESIGN "Operator side": the admin API's client routes.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { isoFromMs } from "../../db/time.ts";
+import { clientPayload, clientsState } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { checkClientCanTransact } from "../clients/client-check.ts";
+
+describe("admin API: clients", () => {
+  let ctx: TestContext;
+  let base: string;
+  let created: Record<string, unknown>;
+
+  before(async () => {
+    ctx = await startTestContext();
+    base = `/admin/partners/${ctx.partner.id}/clients/client-1`;
+    const res = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(1) });
+    created = res.json().result;
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  const partnerView = async () =>
+    (await ctx.signed({ method: "GET", url: "/v1/partner/clients/client-1/" })).json().result;
+
+  test("GET shows the client as the partner sees it", async () => {
+    const res = await ctx.adminRequest("GET", base);
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { result: created });
+  });
+
+  test("PUT …/status: every status can be set; verified_at is null unless verified; 2009 follows", async () => {
+    const db = ctx.services.database.db;
+    for (const status of [
+      "unverified",
+      "under_review",
+      "partially_verified",
+      "docs_under_review",
+      "not_supported",
+      "under_age",
+      "rejected",
+    ]) {
+      const res = await ctx.adminRequest("PUT", `${base}/status`, { status });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().result.status, status);
+      assert.equal(res.json().result.verified_at, null);
+      assert.deepEqual(await partnerView(), { ...created, status, verified_at: null });
+      assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+        ok: false,
+        error: "client_not_verified",
+      });
+    }
+    ctx.clock.advance(10_000);
+    const back = await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
+    assert.equal(back.json().result.verified_at, isoFromMs(ctx.clock.nowMs()));
+    // Verified again: verified_at is kept.
+    ctx.clock.advance(10_000);
+    const again = await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
+    assert.equal(again.json().result.verified_at, back.json().result.verified_at);
+    assert.equal((await checkClientCanTransact(db, ctx.partner.id, "client-1")).ok, true);
+  });
+
+  test("PUT …/active: 2010 follows; 2009 comes before 2010", async () => {
+    const db = ctx.services.database.db;
+    const off = await ctx.adminRequest("PUT", `${base}/active`, { active: false });
+    assert.equal(off.statusCode, 200);
+    assert.equal(off.json().result.active, false);
+    assert.equal((await partnerView()).active, false);
+    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+      ok: false,
+      error: "client_deactivated",
+    });
+    await ctx.adminRequest("PUT", `${base}/status`, { status: "rejected" });
+    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+      ok: false,
+      error: "client_not_verified",
+    });
+    await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
+    const on = await ctx.adminRequest("PUT", `${base}/active`, { active: true });
+    assert.equal(on.json().result.active, true);
+    assert.equal((await checkClientCanTransact(db, ctx.partner.id, "client-1")).ok, true);
+  });
+
+  test("unknown partner or client: 404; bad bodies: 422; no token: 401; nothing changes", async () => {
+    const db = ctx.services.database.db;
+    const before_ = await clientsState(db);
+    const other = await ctx.addPartner();
+    for (const url of [
+      `/admin/partners/${other.id}/clients/client-1`,
+      `/admin/partners/${ctx.partner.id}/clients/nobody`,
+      "/admin/partners/not-a-uuid/clients/client-1",
+    ]) {
+      for (const [method, suffix, body] of [
+        ["GET", "", undefined],
+        ["PUT", "/status", { status: "rejected" }],
+        ["PUT", "/active", { active: false }],
+      ] as const) {
+        const res = await ctx.adminRequest(method, `${url}${suffix}`, body);
+        assert.equal(res.statusCode, 404, `${method} ${url}${suffix}`);
+        assert.deepEqual(res.json(), { code: 404, msg: "Not Found", msg_detail: null });
+      }
+    }
+    for (const [suffix, body, loc] of [
+      ["/status", { status: "approved" }, ["body", "status"]],
+      ["/status", {}, ["body", "status"]],
+      ["/status", { status: "verified", note: "x" }, ["body", "note"]],
+      ["/active", { active: "yes" }, ["body", "active"]],
+    ] as const) {
+      const res = await ctx.adminRequest("PUT", `${base}${suffix}`, body);
+      assert.equal(res.statusCode, 422, JSON.stringify(body));
+      assert.deepEqual(res.json().msg_detail[0].loc, loc);
+    }
+    const unauth = await ctx.admin.inject({
+      method: "PUT",
+      url: `${base}/status`,
+      payload: { status: "rejected" },
+    });
+    assert.equal(unauth.statusCode, 401);
+    // The partner API offers no way to change the status.
+    const viaPartner = await ctx.signed({
+      method: "PUT",
+      url: "/v1/partner/clients/client-1/status",
+      body: { status: "rejected" },
+    });
+    assert.equal(viaPartner.statusCode, 404);
+    assert.deepEqual(await clientsState(db), before_);
+  });
+});

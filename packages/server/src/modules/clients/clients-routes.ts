@@ -1,0 +1,152 @@
+// The partner's client endpoints (spec §4.6). Client paths exist only as written: with their
+// trailing slash (GET/PUT …/{id}/) and without one for /activation; any other form is a 404.
+
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import type { ClientStatus } from "../../db/schema.ts";
+import { HttpError, validationError } from "../../http/http-error.ts";
+import { PageQuery, queryDatetime } from "../../http/query-schemas.ts";
+import { toFieldErrors } from "../../http/validation.ts";
+import { ClientSchema } from "./client-views.ts";
+import type { ClientsService } from "./clients-service.ts";
+import {
+  ActivationBody,
+  ClientCreateBody,
+  ClientUpdateBody,
+  checkClientFields,
+  clientStatuses,
+  immutableFieldErrors,
+} from "./clients-validation.ts";
+
+const ClientParams = Type.Object({ partner_client_id: Type.String() });
+const One = Type.Object({ result: ClientSchema });
+
+const ListQuery = Type.Object({
+  status: Type.Optional(Type.Array(Type.Enum(clientStatuses), { maxItems: 20 })),
+  // Checked by queryDatetime in the handler, so that every bad value gets the one datetime error.
+  from_datetime: Type.Optional(Type.String({ maxLength: 64 })),
+  to_datetime: Type.Optional(Type.String({ maxLength: 64 })),
+  ...PageQuery,
+});
+
+interface ListQueryType {
+  status?: ClientStatus[];
+  from_datetime?: string;
+  to_datetime?: string;
+  page?: number;
+  page_size?: number;
+}
+
+function datetimeParam(name: "from_datetime" | "to_datetime", value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const parsed = queryDatetime(value);
+  if (parsed === null) {
+    throw validationError([
+      { loc: ["query", name], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
+    ]);
+  }
+  return parsed;
+}
+
+/** The schema's errors, when the route validated with attachValidation; none otherwise. */
+function schemaErrors(request: FastifyRequest) {
+  const failure = request.validationError as
+    | (Error & { validation?: Parameters<typeof toFieldErrors>[0]; validationContext?: string })
+    | undefined;
+  if (failure?.validation === undefined) return [];
+  return toFieldErrors(failure.validation, failure.validationContext ?? "body");
+}
+
+export function clientsRoutes(app: FastifyInstance, clients: ClientsService): void {
+  app.post<{ Body: ClientCreateBody }>(
+    "/v1/partner/clients",
+    { schema: { body: ClientCreateBody, response: { 201: One } } },
+    async (request, reply) => {
+      const body = request.body;
+      const checked = checkClientFields(body);
+      if (!checked.ok) throw validationError(checked.errors);
+      const result = await clients.create(request.partnerId!, {
+        ...checked.fields,
+        partnerClientId: body.partner_client_id,
+        birthDate: body.birth_date,
+        placeOfBirthId: body.place_of_birth_id,
+      });
+      if (!result.ok) throw new HttpError(result.error);
+      return reply.code(201).send({ result: result.client });
+    },
+  );
+
+  app.get<{ Querystring: ListQueryType }>(
+    "/v1/partner/clients",
+    {
+      schema: {
+        querystring: ListQuery,
+        response: {
+          200: Type.Object({
+            items: Type.Array(ClientSchema),
+            total: Type.Integer(),
+            page: Type.Integer(),
+            page_size: Type.Integer(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      return clients.list(request.partnerId!, {
+        statuses: q.status ?? [],
+        from: datetimeParam("from_datetime", q.from_datetime),
+        to: datetimeParam("to_datetime", q.to_datetime),
+        page: q.page ?? 1,
+        pageSize: q.page_size ?? 10,
+      });
+    },
+  );
+
+  app.get<{ Params: { partner_client_id: string } }>(
+    "/v1/partner/clients/:partner_client_id/",
+    { schema: { params: ClientParams, response: { 200: One } } },
+    async (request) => {
+      const client = await clients.get(request.partnerId!, request.params.partner_client_id);
+      if (client === null) throw new HttpError("invalid_client");
+      return { result: client };
+    },
+  );
+
+  app.put<{ Params: { partner_client_id: string }; Body: ClientUpdateBody }>(
+    "/v1/partner/clients/:partner_client_id/",
+    // Validation is attached rather than thrown, so that the immutable fields sent in the body are
+    // reported in the same 422 as the schema's findings.
+    {
+      schema: { params: ClientParams, body: ClientUpdateBody, response: { 200: One } },
+      attachValidation: true,
+    },
+    async (request) => {
+      const errors = [...schemaErrors(request), ...immutableFieldErrors(request.body)];
+      if (errors.length > 0) throw validationError(errors);
+      const checked = checkClientFields(request.body);
+      if (!checked.ok) throw validationError(checked.errors);
+      const result = await clients.update(
+        request.partnerId!,
+        request.params.partner_client_id,
+        checked.fields,
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      return { result: result.client };
+    },
+  );
+
+  app.put<{ Params: { partner_client_id: string }; Body: { active: boolean } }>(
+    "/v1/partner/clients/:partner_client_id/activation",
+    { schema: { params: ClientParams, body: ActivationBody } },
+    async (request, reply) => {
+      const result = await clients.setActive(
+        request.partnerId!,
+        request.params.partner_client_id,
+        request.body.active,
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      return reply.code(204).send();
+    },
+  );
+}

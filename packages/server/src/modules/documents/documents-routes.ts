@@ -1,0 +1,118 @@
+// The partner's document endpoints (spec §4.7). Uploads are multipart: the body was read whole
+// (11 MiB at most) and authenticated before this handler parses it; see http/multipart.ts.
+
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { limits } from "../../config/limits.ts";
+import type { DocumentType } from "../../db/schema.ts";
+import { HttpError, validationError } from "../../http/http-error.ts";
+import { parseMultipart } from "../../http/multipart.ts";
+import { PageQuery } from "../../http/query-schemas.ts";
+import { DocumentSchema } from "./document-views.ts";
+import type { DocumentsService } from "./documents-service.ts";
+import { checkUpload, documentTypes, multipartFailureError } from "./documents-validation.ts";
+
+const ClientParams = Type.Object({ partner_client_id: Type.String() });
+const DocumentParams = Type.Object({ partner_client_id: Type.String(), document_id: Type.String() });
+const One = Type.Object({ result: DocumentSchema });
+
+const ListQuery = Type.Object({
+  type: Type.Optional(Type.Array(Type.Enum(documentTypes), { maxItems: 20 })),
+  ...PageQuery,
+});
+
+const hostPattern = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/**
+ * The origin download links point at: the one the partner called (the Host header, and the
+ * protocol; behind a proxy in TRUST_PROXY, its X-Forwarded-Host and -Proto), so links work the
+ * same way as the request did. A Host that is not a plain host name gives "localhost".
+ */
+export function requestOrigin(request: FastifyRequest): string {
+  const host = request.host;
+  return `${request.protocol}://${typeof host === "string" && hostPattern.test(host) ? host : "localhost"}`;
+}
+
+export function documentsRoutes(app: FastifyInstance, documents: DocumentsService): void {
+  app.post<{ Params: { partner_client_id: string } }>(
+    "/v1/partner/clients/:partner_client_id/documents",
+    {
+      schema: { params: ClientParams, response: { 201: One } },
+      config: { multipartBodyBytesMax: limits.multipartBodyBytesMax },
+    },
+    async (request, reply) => {
+      const parsed = await parseMultipart(
+        request.rawBody ?? Buffer.alloc(0),
+        request.headers["content-type"],
+        {
+          fileBytesMax: limits.documentFileBytesMax,
+          filesMax: limits.multipartFilesMax,
+          fieldsMax: limits.multipartFieldsMax,
+          fieldBytesMax: limits.multipartFieldBytesMax,
+        },
+      );
+      if (!parsed.ok) throw validationError([multipartFailureError(parsed.failure)]);
+      const checked = await checkUpload(parsed.fields, parsed.files);
+      if (!checked.ok) throw validationError(checked.errors);
+      const result = await documents.upload(
+        request.partnerId!,
+        request.params.partner_client_id,
+        checked.upload,
+        requestOrigin(request),
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      return reply.code(201).send({ result: result.document });
+    },
+  );
+
+  app.get<{
+    Params: { partner_client_id: string };
+    Querystring: { type?: DocumentType[]; page?: number; page_size?: number };
+  }>(
+    "/v1/partner/clients/:partner_client_id/documents",
+    {
+      schema: {
+        params: ClientParams,
+        querystring: ListQuery,
+        response: {
+          200: Type.Object({
+            items: Type.Array(DocumentSchema),
+            total: Type.Integer(),
+            page: Type.Integer(),
+            page_size: Type.Integer(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const result = await documents.list(
+        request.partnerId!,
+        request.params.partner_client_id,
+        { types: q.type ?? [], page: q.page ?? 1, pageSize: q.page_size ?? limits.pageSizeDefault },
+        requestOrigin(request),
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      const { ok: _ok, ...body } = result;
+      return body;
+    },
+  );
+
+  app.get<{ Params: { partner_client_id: string; document_id: string } }>(
+    "/v1/partner/clients/:partner_client_id/documents/:document_id",
+    { schema: { params: DocumentParams, response: { 200: One } } },
+    async (request) => {
+      // Any id that is not a positive integer names no document: 404, like an absent one.
+      const raw = request.params.document_id;
+      const id = /^[1-9][0-9]{0,15}$/.test(raw) && Number.isSafeInteger(Number(raw)) ? Number(raw) : null;
+      const result = await documents.get(
+        request.partnerId!,
+        request.params.partner_client_id,
+        id,
+        requestOrigin(request),
+      );
+      if (!result.ok) throw new HttpError(result.error);
+      return { result: result.document };
+    },
+  );
+}
