@@ -54,7 +54,8 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+    // Generous: a fresh PGlite folder runs initdb, which is slow on a loaded 2-core machine.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);

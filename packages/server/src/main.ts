@@ -32,7 +32,7 @@ export async function openStore(config: Config, poolSize?: number): Promise<Data
   return openDatabase({
     databaseUrl: config.databaseUrl,
     pgliteDir: path.join(config.dataDir, "pglite"),
-    ...(poolSize === undefined ? {} : { poolSize }),
+    poolSize: poolSize ?? config.databasePoolSize,
   });
 }
 

@@ -14,6 +14,7 @@ test("no configuration gives the documented defaults", () => {
   assert.equal(c.dataDir, path.resolve("/srv/app", ".data"));
   assert.equal(c.databaseUrl, null);
   assert.equal(c.workers, 1);
+  assert.equal(c.databasePoolSize, 10);
   assert.equal(c.logLevel, "info");
   assert.deepEqual(c.trustProxy, []);
   assert.equal(c.priceFeed, "simulated");
@@ -38,6 +39,7 @@ test("every bad value is reported on its own line, all at once", () => {
     PRICE_STALE_AFTER_S: "-1",
     QUOTE_LIFETIME_S: "1.5",
     LEGAL_AGE: "x",
+    DATABASE_POOL_SIZE: "0",
   };
   try {
     loadConfig(env);

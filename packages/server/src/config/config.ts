@@ -16,6 +16,8 @@ export interface Config {
   readonly dataDir: string;
   readonly databaseUrl: string | null;
   readonly workers: number;
+  /** PostgreSQL connections per process. */
+  readonly databasePoolSize: number;
   readonly logLevel: LogLevel;
   /** CIDR ranges of proxies whose X-Forwarded-For is believed. Empty: none. */
   readonly trustProxy: readonly string[];
@@ -109,6 +111,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     dataDir: path.resolve(cwd, env.DATA_DIR || ".data"),
     databaseUrl,
     workers,
+    databasePoolSize: integer("DATABASE_POOL_SIZE", 10, 1, 200),
     logLevel,
     trustProxy,
     fileUrlSecret,

@@ -45,6 +45,9 @@ describe("error responses", () => {
           },
           async (request) => ({ result: request.body }),
         );
+        app.get("/v1/partner/test-db-down", async () => {
+          throw Object.assign(new Error("sorry, too many clients already"), { code: "53300" });
+        });
         app.get("/v1/partner/test-app-error", async () => {
           throw new HttpError("invalid_client");
         });
@@ -82,6 +85,12 @@ describe("error responses", () => {
     assert.equal(res.statusCode, 503);
     assert.deepEqual(res.json(), { code: 503, msg: "Service Unavailable", msg_detail: null });
     assert.equal(calls, limits.transactionRetriesMax + 1);
+  });
+
+  test("503 when the database refuses connections; nothing about it leaks", async () => {
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/test-db-down" });
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.body, '{"code":503,"msg":"Service Unavailable","msg_detail":null}');
   });
 
   test("inTransaction retries a deadlock and then succeeds", async () => {

@@ -29,6 +29,25 @@ export function sendError(reply: FastifyReply, name: ErrorName, detail: unknown 
     .send(errorBody(name, detail));
 }
 
+/**
+ * PostgreSQL connection exceptions (class 08), too many connections (53300), and a server shutting
+ * down or starting (57P01-57P03), and the socket errors of an unreachable server.
+ */
+export function isUnavailable(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  if (typeof code !== "string") return false;
+  return (
+    code.startsWith("08") ||
+    code === "53300" ||
+    code === "57P01" ||
+    code === "57P02" ||
+    code === "57P03" ||
+    code === "ECONNREFUSED" ||
+    code === "ECONNRESET" ||
+    code === "ETIMEDOUT"
+  );
+}
+
 interface ValidationCarrier {
   validation?: unknown[];
   validationContext?: string;
@@ -50,6 +69,12 @@ export function errorHandler(
   }
   if (error instanceof ServiceUnavailableError) {
     request.log.warn({ err: error.cause }, "transaction retries exhausted");
+    return sendError(reply, "service_unavailable");
+  }
+  if (isUnavailable(error)) {
+    // The database refused or lost the connection: nothing was committed, and a retry with
+    // backoff (spec §7.4) can succeed. Not a 500, which would suggest a bug.
+    request.log.warn({ err: error }, "database unavailable");
     return sendError(reply, "service_unavailable");
   }
   switch (error.code) {

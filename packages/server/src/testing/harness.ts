@@ -45,7 +45,7 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
     databaseUrl: testDatabaseUrl,
     pgliteDir: null,
     searchPath: schema,
-    poolSize: 10,
+    poolSize: 5,
   });
   await migrate(database);
   await seedCatalog(database.db, englishCountryName);
