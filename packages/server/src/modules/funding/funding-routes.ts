@@ -42,7 +42,7 @@ export function fundingRoutes(app: FastifyInstance, funding: FundingService): vo
           kind === "deposit"
             ? await funding.deposit(request.partnerId!, req)
             : await funding.withdraw(request.partnerId!, req);
-        if (!result.ok) throw new HttpError(result.error);
+        if (!result.ok) throw new HttpError(result.error, result.detail ?? null);
         return { result: result.order };
       },
     );

@@ -2,7 +2,7 @@
 // balance change in the same transaction. Checks run in DESIGN's order: reference (2020), client
 // (2008, 2009, 2010), asset (2012), funds (3005).
 
-import type { ErrorName } from "@counterpart/protocol";
+import type { ErrorName, FieldError } from "@counterpart/protocol";
 import type { Db } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import { inTransaction, pgConstraint, pgErrorCode } from "../../db/transaction.ts";
@@ -19,7 +19,22 @@ export interface FundingRequest {
   partnerOrderRef: string;
 }
 
-export type FundingResult = { ok: true; order: OrderView } | { ok: false; error: ErrorName };
+export type FundingResult =
+  | { ok: true; order: OrderView }
+  | { ok: false; error: ErrorName; detail?: FieldError[] };
+
+/** An amount finer than the asset's decimal places (1.005 of a 2-decimal currency). */
+export function finerThanAsset(amount: bigint, decimalPlaces: number): boolean {
+  return amount % 10n ** BigInt(8 - decimalPlaces) !== 0n;
+}
+
+export function decimalPlacesError(loc: (string | number)[], decimalPlaces: number): FieldError {
+  return {
+    loc,
+    msg: `Decimal input should have no more than ${decimalPlaces} decimal place${decimalPlaces === 1 ? "" : "s"}`,
+    type: "decimal_max_places",
+  };
+}
 
 /** Carries an expected failure out of a transaction so that it rolls back. */
 class Abort extends Error {
@@ -40,7 +55,10 @@ export class FundingService {
     this.#db = db;
   }
 
-  /** Errors: duplicate_order_ref, invalid_client, client_not_verified, client_deactivated, invalid_asset. */
+  /**
+   * Errors: validation_error (an amount finer than the asset's decimal places), duplicate_order_ref,
+   * invalid_client, client_not_verified, client_deactivated, invalid_asset.
+   */
   deposit(partnerId: string, req: FundingRequest): Promise<FundingResult> {
     return this.#fund(partnerId, req, "deposit");
   }
@@ -55,13 +73,22 @@ export class FundingService {
     req: FundingRequest,
     type: "deposit" | "withdrawal",
   ): Promise<FundingResult> {
+    // An amount the asset cannot hold is bad input, reported before anything else (422); an
+    // unknown asset is left for the asset rule (2012) below.
+    const asset = await findAsset(this.#db, req.assetId);
+    if (asset !== undefined && finerThanAsset(req.amount, asset.decimal_places)) {
+      return {
+        ok: false,
+        error: "validation_error",
+        detail: [decimalPlacesError(["body", "amount"], asset.decimal_places)],
+      };
+    }
     // The reference first: a retry of a withdrawal that already spent the balance learns 2020
     // (and fetches its order), never 3005.
     if (await refTaken(this.#db, partnerId, req.partnerOrderRef))
       return { ok: false, error: "duplicate_order_ref" };
     const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
     if (!client.ok) return client;
-    const asset = await findAsset(this.#db, req.assetId);
     const usable =
       asset !== undefined &&
       asset.type === "fiat" &&

@@ -105,7 +105,7 @@ describe("deposits and withdrawals", () => {
 
   test("withdrawing more than the available balance is 3005 'Insufficient funds for payment'; nothing changes", async () => {
     await assertError(
-      await withdraw(body({ amount: "100.00000001" })),
+      await withdraw(body({ amount: "100.01" })),
       400,
       3005,
       "Insufficient funds for payment",
@@ -123,10 +123,10 @@ describe("deposits and withdrawals", () => {
 
   test("amounts: plain and scientific notation, trailing zeros; exact to 8 places", async () => {
     for (const [amount, debit] of [
-      ["1E-8", "1E-8"],
+      ["1E-2", "0.01000000"],
       ["1.5e2", "150.00000000"],
       ["0.10000000000", "0.10000000"],
-      ["12345678.12345678", "12345678.12345678"],
+      ["12345678.12", "12345678.12000000"],
     ]) {
       const res = await deposit(body({ asset_id: "SAR", amount }));
       assert.equal(res.statusCode, 200, amount);
@@ -162,6 +162,27 @@ describe("deposits and withdrawals", () => {
       const w = await withdraw(body({ amount }));
       assert.equal(w.statusCode, 422, String(amount));
     }
+    await assertUnchanged();
+  });
+
+  test("an amount finer than the asset's decimal places is a 422 before any other rule", async () => {
+    for (const [asset, amount] of [
+      ["AED", "1.005"],
+      ["USD", "0.001"],
+    ]) {
+      const res = await deposit(body({ asset_id: asset, amount, partner_client_id: "nobody" }));
+      assert.equal(res.statusCode, 422);
+      assert.deepEqual(res.json().msg_detail, [
+        {
+          loc: ["body", "amount"],
+          msg: "Decimal input should have no more than 2 decimal places",
+          type: "decimal_max_places",
+        },
+      ]);
+      assert.equal((await withdraw(body({ asset_id: asset, amount }))).statusCode, 422);
+    }
+    // An unknown asset is left to the asset rule.
+    assert.equal((await deposit(body({ asset_id: "XYZ", amount: "1.123" }))).json().code, 2012);
     await assertUnchanged();
   });
 

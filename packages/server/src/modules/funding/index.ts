@@ -1,2 +1,2 @@
 export { fundingRoutes } from "./funding-routes.ts";
-export { FundingService, isDuplicateRef } from "./funding-service.ts";
+export { decimalPlacesError, FundingService, finerThanAsset, isDuplicateRef } from "./funding-service.ts";

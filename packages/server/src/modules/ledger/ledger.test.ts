@@ -26,8 +26,8 @@ describe("ledger", () => {
     let n = 0;
     const op = fc.record({
       kind: fc.constantFrom("deposit" as const, "withdrawal" as const),
-      // Up to 10^6 with 8 decimals, as scale-8 units.
-      units: fc.bigInt({ min: 1n, max: 100_000_000_000_000n }),
+      // Up to 10^6 USD in cents (USD has 2 decimal places), as scale-8 units.
+      units: fc.bigInt({ min: 1n, max: 100_000_000n }).map((cents) => cents * 1_000_000n),
     });
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {

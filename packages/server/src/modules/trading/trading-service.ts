@@ -3,15 +3,16 @@
 // re-checks funds atomically: when they are gone the order is `rejected` and nothing moves.
 
 import crypto from "node:crypto";
-import type { ErrorName } from "@counterpart/protocol";
+import { type ErrorName, type FieldError, formatDecimal } from "@counterpart/protocol";
 import type { Db } from "../../db/database.ts";
 import { dbNow } from "../../db/now.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
+import { findAsset } from "../catalog/catalog-store.ts";
 import { checkClientCanTransact } from "../clients/client-check.ts";
-import { isDuplicateRef } from "../funding/index.ts";
+import { decimalPlacesError, finerThanAsset, isDuplicateRef } from "../funding/index.ts";
 import { clientBalances, type Leg, postLegs } from "../ledger/index.ts";
 import { insertOrder, type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { priceQuote, requiredFunds, type Side } from "./quote.ts";
@@ -35,7 +36,7 @@ export interface QuoteRequest {
 
 export type QuoteResult =
   | { ok: true; quote: QuoteView }
-  | { ok: false; error: ErrorName; detail: null | { quote: QuoteView; limit?: string } };
+  | { ok: false; error: ErrorName; detail: null | FieldError[] | { quote: QuoteView; limit?: string } };
 
 export interface ExecuteRequest {
   partnerClientId: string;
@@ -71,11 +72,23 @@ export class TradingService {
   }
 
   /**
-   * Errors, in this order: invalid_client, client_not_verified, client_deactivated (2008-2010),
+   * Errors, in this order: validation_error (a base amount finer than the base asset's decimal
+   * places), invalid_client, client_not_verified, client_deactivated (2008-2010),
    * invalid_asset_pair (2013), trading_not_available (4000), trading_temporarily_unavailable
    * (4001), amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005).
    */
   async quote(partnerId: string, req: QuoteRequest): Promise<QuoteResult> {
+    // A base amount the base asset cannot hold is bad input (422), reported before the client and
+    // the pair; the base asset is read from the pair id, and an unknown one is left for 2013.
+    const baseAsset = /^([A-Z0-9]{2,10})-[A-Z0-9]{2,10}$/.exec(req.pairId)?.[1];
+    const base = baseAsset === undefined ? undefined : await findAsset(this.#db, baseAsset);
+    if (base !== undefined && finerThanAsset(req.baseAmount, base.decimal_places)) {
+      return {
+        ok: false,
+        error: "validation_error",
+        detail: [decimalPlacesError(["body", "base_amount"], base.decimal_places)],
+      };
+    }
     const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
     if (!client.ok) return { ok: false, error: client.error, detail: null };
     const now = dbNow(this.#clock);
@@ -103,14 +116,22 @@ export class TradingService {
       return {
         ok: false,
         error: "amount_below_minimum",
-        detail: { limit: pair.min_volume === "0" ? "0" : fmt(min), quote: detailQuote },
+        detail: { limit: formatDecimal(min), quote: detailQuote },
       };
     }
     if (priced.baseAmount > max) {
-      return { ok: false, error: "amount_above_maximum", detail: { limit: fmt(max), quote: detailQuote } };
+      return {
+        ok: false,
+        error: "amount_above_maximum",
+        detail: { limit: formatDecimal(max), quote: detailQuote },
+      };
     }
     if (req.side === "sell" && priced.quoteAmount <= priced.fee + priced.vat) {
-      return { ok: false, error: "amount_below_minimum", detail: { limit: fmt(min), quote: detailQuote } };
+      return {
+        ok: false,
+        error: "amount_below_minimum",
+        detail: { limit: formatDecimal(min), quote: detailQuote },
+      };
     }
     const need = requiredFunds(priced);
     const balances = await clientBalances(this.#db, client.client.id);
@@ -229,12 +250,6 @@ export class TradingService {
     }
   }
 }
-
-function fmt(v: bigint): string {
-  return formatDecimalText(v);
-}
-
-import { formatDecimal as formatDecimalText } from "@counterpart/protocol";
 
 /** NUMERIC(38,8) text of a percentage back to its stored scale of 4. */
 function trimPercentage(text: string): string {

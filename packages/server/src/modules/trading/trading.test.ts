@@ -192,6 +192,18 @@ describe("quotes and execution", () => {
       assert.deepEqual(res.json().msg_detail[0].loc, ["body", field]);
       if (type) assert.equal(res.json().msg_detail[0].type, type);
     }
+    // USDT has 6 decimal places: a finer base amount is refused before the client is looked at.
+    const fine = await quote({
+      asset_pair: "USDT-AED",
+      base_amount: "1.0000001",
+      partner_client_id: "nobody",
+    });
+    assert.equal(fine.statusCode, 422);
+    assert.deepEqual(fine.json().msg_detail[0], {
+      loc: ["body", "base_amount"],
+      msg: "Decimal input should have no more than 6 decimal places",
+      type: "decimal_max_places",
+    });
     const empty = await ctx.signed({ method: "POST", url: "/v1/partner/quotes", body: {} });
     assert.equal(empty.json().msg_detail.length, 4);
     await assertUnchanged();
