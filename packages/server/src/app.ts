@@ -9,6 +9,7 @@ import { checkString, registerBodyParsers } from "./http/body-parsing.ts";
 import { errorHandler, sendError, validationError } from "./http/http-error.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
 import { registerMultipartParser } from "./http/multipart.ts";
+import { registerOpenApi } from "./http/openapi.ts";
 import "./http/request-context.ts";
 import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
@@ -138,6 +139,8 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
   app.addHook("preValidation", signatureAuthHook(services.authenticator));
   addInputChecks(app);
   const add405 = collectRoutesFor405(app);
+  // GET /openapi.json and /docs (public); set up before the routes the document describes.
+  registerOpenApi(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_request, reply) => {

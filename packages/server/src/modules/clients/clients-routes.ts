@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { ClientStatus } from "../../db/schema.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import { PageQuery, queryDatetime } from "../../http/query-schemas.ts";
 import { toFieldErrors } from "../../http/validation.ts";
 import { ClientSchema } from "./client-views.ts";
@@ -60,7 +61,32 @@ function schemaErrors(request: FastifyRequest) {
 export function clientsRoutes(app: FastifyInstance, clients: ClientsService): void {
   app.post<{ Body: ClientCreateBody }>(
     "/v1/partner/clients",
-    { schema: { body: ClientCreateBody, response: { 201: One } } },
+    {
+      schema: {
+        tags: ["clients"],
+        operationId: "createClient",
+        summary: "Onboard a client",
+        description:
+          "Creates a personal client, verified and active. Employment fields are required or " +
+          "forbidden by employment.status (spec §2.1); residency visa fields are required when " +
+          "residency_id differs from citizenship_id (2025).",
+        body: ClientCreateBody,
+        response: {
+          201: One,
+          ...errorResponses([
+            "duplicate_partner_client_id",
+            "duplicate_email",
+            "duplicate_phone",
+            "government_id_taken",
+            "client_under_age",
+            "invalid_residency",
+            "invalid_citizenship",
+            "invalid_place_of_birth",
+            "residency_visa_required",
+          ]),
+        },
+      },
+    },
     async (request, reply) => {
       const body = request.body;
       const checked = checkClientFields(body);
@@ -80,6 +106,12 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
     "/v1/partner/clients",
     {
       schema: {
+        tags: ["clients"],
+        operationId: "listClients",
+        summary: "List the partner's clients",
+        description:
+          "Newest first. `status` is repeatable; `from_datetime` and `to_datetime` bound created_at, " +
+          "inclusive (a datetime without an offset is UTC).",
         querystring: ListQuery,
         response: {
           200: Type.Object({
@@ -105,7 +137,16 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
 
   app.get<{ Params: { partner_client_id: string } }>(
     "/v1/partner/clients/:partner_client_id/",
-    { schema: { params: ClientParams, response: { 200: One } } },
+    {
+      schema: {
+        tags: ["clients"],
+        operationId: "getClient",
+        summary: "Get a client",
+        description: "The path ends with a slash; without it, 404.",
+        params: ClientParams,
+        response: { 200: One, ...errorResponses(["invalid_client"]) },
+      },
+    },
     async (request) => {
       const client = await clients.get(request.partnerId!, request.params.partner_client_id);
       if (client === null) throw new HttpError("invalid_client");
@@ -118,7 +159,29 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
     // Validation is attached rather than thrown, so that the immutable fields sent in the body are
     // reported in the same 422 as the schema's findings.
     {
-      schema: { params: ClientParams, body: ClientUpdateBody, response: { 200: One } },
+      schema: {
+        tags: ["clients"],
+        operationId: "updateClient",
+        summary: "Replace a client's details",
+        description:
+          "A full replacement, not a patch: every required field is sent again. account_type, " +
+          "birth_date, place_of_birth_id and partner_client_id cannot change and are refused in " +
+          "the body (422 extra_forbidden). The path ends with a slash.",
+        params: ClientParams,
+        body: ClientUpdateBody,
+        response: {
+          200: One,
+          ...errorResponses([
+            "invalid_client",
+            "duplicate_email",
+            "duplicate_phone",
+            "government_id_taken",
+            "invalid_residency",
+            "invalid_citizenship",
+            "residency_visa_required",
+          ]),
+        },
+      },
       attachValidation: true,
     },
     async (request) => {
@@ -138,7 +201,20 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
 
   app.put<{ Params: { partner_client_id: string }; Body: { active: boolean } }>(
     "/v1/partner/clients/:partner_client_id/activation",
-    { schema: { params: ClientParams, body: ActivationBody } },
+    {
+      schema: {
+        tags: ["clients"],
+        operationId: "setClientActivation",
+        summary: "Activate or deactivate a client",
+        description: "A deactivated client cannot be funded or trade (2010).",
+        params: ClientParams,
+        body: ActivationBody,
+        response: {
+          204: { type: "null", description: "Done; no body." },
+          ...errorResponses(["invalid_client"]),
+        },
+      },
+    },
     async (request, reply) => {
       const result = await clients.setActive(
         request.partnerId!,

@@ -7,6 +7,7 @@ import { limits } from "../../config/limits.ts";
 import type { DocumentType } from "../../db/schema.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
 import { parseMultipart } from "../../http/multipart.ts";
+import { documentedBody, errorResponses } from "../../http/openapi.ts";
 import { PageQuery } from "../../http/query-schemas.ts";
 import { DocumentSchema } from "./document-views.ts";
 import type { DocumentsService } from "./documents-service.ts";
@@ -19,6 +20,16 @@ const One = Type.Object({ result: DocumentSchema });
 const ListQuery = Type.Object({
   type: Type.Optional(Type.Array(Type.Enum(documentTypes), { maxItems: 20 })),
   ...PageQuery,
+});
+
+const documentFile = (description: string) =>
+  Type.String({ format: "binary", contentMediaType: "application/octet-stream", description });
+
+/** The upload's parts, as documented; the handler reads them itself (checkUpload). */
+const UploadForm = Type.Object({
+  type: Type.Enum(documentTypes),
+  front_file: documentFile("JPEG, PNG, HEIC, HEIF or PDF (judged by content), at most 5 MiB"),
+  back_file: Type.Optional(documentFile("the back of a two-sided document; same rules")),
 });
 
 const hostPattern = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
@@ -37,8 +48,21 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
   app.post<{ Params: { partner_client_id: string } }>(
     "/v1/partner/clients/:partner_client_id/documents",
     {
-      schema: { params: ClientParams, response: { 201: One } },
-      config: { multipartBodyBytesMax: limits.multipartBodyBytesMax },
+      schema: {
+        tags: ["documents"],
+        operationId: "uploadDocument",
+        summary: "Upload a KYC document",
+        description:
+          "multipart/form-data with `type`, `front_file` and optionally `back_file`. The body is " +
+          "signed like any other: BODY_HASH is the SHA-256 of the exact multipart bytes sent. " +
+          'Problems with the parts are a 422 at `["body", field]`.',
+        params: ClientParams,
+        response: { 201: One, ...errorResponses(["invalid_client", "service_unavailable"]) },
+      },
+      config: {
+        multipartBodyBytesMax: limits.multipartBodyBytesMax,
+        swaggerTransform: documentedBody("multipart/form-data", UploadForm),
+      },
     },
     async (request, reply) => {
       const parsed = await parseMultipart(
@@ -72,6 +96,10 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
     "/v1/partner/clients/:partner_client_id/documents",
     {
       schema: {
+        tags: ["documents"],
+        operationId: "listDocuments",
+        summary: "List a client's documents",
+        description: "Newest first; `type` is repeatable. Download links are valid for 900 seconds.",
         params: ClientParams,
         querystring: ListQuery,
         response: {
@@ -81,6 +109,7 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
             page: Type.Integer(),
             page_size: Type.Integer(),
           }),
+          ...errorResponses(["invalid_client"]),
         },
       },
     },
@@ -100,7 +129,18 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
 
   app.get<{ Params: { partner_client_id: string; document_id: string } }>(
     "/v1/partner/clients/:partner_client_id/documents/:document_id",
-    { schema: { params: DocumentParams, response: { 200: One } } },
+    {
+      schema: {
+        tags: ["documents"],
+        operationId: "getDocument",
+        summary: "Get a client's document",
+        description:
+          "404 when the document does not exist or is not this client's. Download links are valid " +
+          "for 900 seconds: fetch the document again for fresh ones, never store them.",
+        params: DocumentParams,
+        response: { 200: One, ...errorResponses(["invalid_client", "not_found"]) },
+      },
+    },
     async (request) => {
       // Any id that is not a positive integer names no document: 404, like an absent one.
       const raw = request.params.document_id;

@@ -19,7 +19,7 @@ export const documentTypes = [
   "inquiry_report",
 ] as const satisfies readonly DocumentType[];
 
-const acceptedTypes: readonly DocumentContentType[] = [
+export const acceptedTypes: readonly DocumentContentType[] = [
   "image/jpeg",
   "image/png",
   "image/heic",

@@ -3,8 +3,11 @@
 // expired, or for a file that is gone, is the spec's 404, so a guess learns nothing.
 
 import type { FastifyInstance } from "fastify";
+import { Type } from "typebox";
 import { HttpError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import { type DocumentsService, filesPath } from "./documents-service.ts";
+import { acceptedTypes as documentContentTypes } from "./documents-validation.ts";
 
 function single(value: unknown): string {
   return typeof value === "string" ? value : "";
@@ -13,6 +16,30 @@ function single(value: unknown): string {
 export function fileRoutes(app: FastifyInstance, documents: DocumentsService): void {
   app.get<{ Params: { key: string }; Querystring: Record<string, unknown> }>(
     `${filesPath}/:key`,
+    {
+      schema: {
+        tags: ["documents"],
+        operationId: "downloadDocumentFile",
+        summary: "Download a document file",
+        description:
+          "The target of a document's `front_file` and `back_file` links: use the URL exactly as " +
+          "given, within 900 seconds, without partner headers (the link is the credential). A " +
+          "link that is altered, expired or for a file that is gone is a 404.",
+        params: Type.Object({ key: Type.String() }),
+        response: {
+          200: {
+            description: "The file's bytes, as a download.",
+            content: Object.fromEntries(
+              documentContentTypes.map((type) => [
+                type,
+                { schema: { type: "string", format: "binary", contentMediaType: type } },
+              ]),
+            ),
+          },
+          ...errorResponses(["not_found"]),
+        },
+      },
+    },
     async (request, reply) => {
       const found = await documents.download(
         request.params.key,

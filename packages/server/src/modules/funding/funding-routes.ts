@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import { OrderSchema } from "../orders/index.ts";
 import type { FundingService } from "./funding-service.ts";
 
@@ -21,14 +22,55 @@ interface FundingBodyType {
   partner_order_ref: string;
 }
 
+/** What each endpoint can answer besides its order (FundingService.deposit and .withdraw). */
+const fundingErrors = [
+  "duplicate_order_ref",
+  "invalid_client",
+  "client_not_verified",
+  "client_deactivated",
+  "invalid_asset",
+] as const;
+
+const endpoints = [
+  {
+    url: "/v1/partner/deposits",
+    kind: "deposit",
+    operationId: "createDeposit",
+    summary: "Deposit fiat",
+    description:
+      "Credits the client's balance and returns the order (type deposit, status completed). The " +
+      "asset must exist, be fiat, published and depositable (else 2012). A reused " +
+      "partner_order_ref is a 409 (2020): fetch the order by its reference.",
+    errors: [...fundingErrors, "service_unavailable"],
+  },
+  {
+    url: "/v1/partner/withdrawals",
+    kind: "withdraw",
+    operationId: "createWithdrawal",
+    summary: "Withdraw fiat",
+    description:
+      "Debits the client's balance and returns the order (type withdrawal, status completed). The " +
+      "asset must exist, be fiat, published and withdrawable (else 2012); an available balance " +
+      "below the amount is 3005. A reused partner_order_ref is a 409 (2020): fetch the order by its " +
+      "reference.",
+    errors: [...fundingErrors, "insufficient_funds_for_payment", "service_unavailable"],
+  },
+] as const;
+
 export function fundingRoutes(app: FastifyInstance, funding: FundingService): void {
-  for (const [url, kind] of [
-    ["/v1/partner/deposits", "deposit"],
-    ["/v1/partner/withdrawals", "withdraw"],
-  ] as const) {
+  for (const { url, kind, operationId, summary, description, errors } of endpoints) {
     app.post<{ Body: FundingBodyType }>(
       url,
-      { schema: { body: FundingBody, response: { 200: Type.Object({ result: OrderSchema }) } } },
+      {
+        schema: {
+          tags: ["funding"],
+          operationId,
+          summary,
+          description,
+          body: FundingBody,
+          response: { 200: Type.Object({ result: OrderSchema }), ...errorResponses(errors) },
+        },
+      },
       async (request) => {
         const body = request.body;
         const amount = amountField(body.amount, ["body", "amount"]);

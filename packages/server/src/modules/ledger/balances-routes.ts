@@ -3,6 +3,7 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { HttpError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import type { BalancesService } from "./balances-service.ts";
 
 export const BalanceSchema = Type.Object({
@@ -20,8 +21,15 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
     "/v1/partner/balances",
     {
       schema: {
+        tags: ["balances"],
+        operationId: "listBalances",
+        summary: "List a client's balances",
+        description: "One entry per asset of the catalog, zero balances included.",
         querystring: ClientQuery,
-        response: { 200: Type.Object({ items: Type.Array(BalanceSchema) }) },
+        response: {
+          200: Type.Object({ items: Type.Array(BalanceSchema) }),
+          ...errorResponses(["invalid_client"]),
+        },
       },
     },
     async (request) => {
@@ -35,9 +43,15 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
     "/v1/partner/balances/:asset_id",
     {
       schema: {
+        tags: ["balances"],
+        operationId: "getBalance",
+        summary: "Get a client's balance of one asset",
         params: Type.Object({ asset_id: Type.String({ maxLength: 64 }) }),
         querystring: ClientQuery,
-        response: { 200: Type.Object({ result: BalanceSchema }) },
+        response: {
+          200: Type.Object({ result: BalanceSchema }),
+          ...errorResponses(["invalid_client", "invalid_asset"]),
+        },
       },
     },
     async (request) => {

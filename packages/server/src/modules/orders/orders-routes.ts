@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import { DatetimeQuery, PageQuery, queryDatetime } from "../../http/query-schemas.ts";
 import { OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
 import type { OrdersService } from "./orders-service.ts";
@@ -43,8 +44,12 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
     "/v1/partner/orders/:order_id",
     {
       schema: {
+        tags: ["orders"],
+        operationId: "getOrder",
+        summary: "Get an order by its id",
+        description: "404 when the order does not exist or is another partner's.",
         params: Type.Object({ order_id: Type.String({ maxLength: 64 }) }),
-        response: { 200: Type.Object({ result: OrderSchema }) },
+        response: { 200: Type.Object({ result: OrderSchema }), ...errorResponses(["not_found"]) },
       },
     },
     async (request) => {
@@ -61,8 +66,12 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
     "/v1/partner/orders/ref/:partner_order_ref",
     {
       schema: {
+        tags: ["orders"],
+        operationId: "getOrderByRef",
+        summary: "Get an order by its partner_order_ref",
+        description: "404 when no order of the partner has this reference.",
         params: Type.Object({ partner_order_ref: Type.String({ maxLength: 1024 }) }),
-        response: { 200: Type.Object({ result: OrderSchema }) },
+        response: { 200: Type.Object({ result: OrderSchema }), ...errorResponses(["not_found"]) },
       },
     },
     async (request) => {
@@ -76,6 +85,12 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
     "/v1/partner/orders",
     {
       schema: {
+        tags: ["orders"],
+        operationId: "listOrders",
+        summary: "List the partner's orders",
+        description:
+          "Newest first. `source` and `status` are repeatable; `from_datetime` and `to_datetime` " +
+          "bound created_at, inclusive (a datetime without an offset is UTC).",
         querystring: ListQuery,
         response: {
           200: Type.Object({
@@ -84,6 +99,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
             page: Type.Integer(),
             page_size: Type.Integer(),
           }),
+          ...errorResponses(["invalid_client"]),
         },
       },
     },

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
+import { errorResponses } from "../../http/openapi.ts";
 import { OrderSchema } from "../orders/index.ts";
 import { type TradingService, tokenPattern } from "./trading-service.ts";
 import { QuoteSchema } from "./trading-views.ts";
@@ -28,12 +29,52 @@ const ExecuteBody = Type.Object({
   partner_order_ref: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
 });
 
+/** msg_detail of a quote's 400: the quote that would have been given (token null), and a limit. */
+const QuoteErrorDetail = Type.Union([
+  Type.Null(),
+  Type.Object({
+    limit: Type.Optional(
+      Type.String({ description: "4003, 4004: the pair's maximum or minimum volume, in the base asset" }),
+    ),
+    quote: QuoteSchema,
+  }),
+]);
+
 export function tradingRoutes(app: FastifyInstance, trading: TradingService): void {
   app.post<{
     Body: { partner_client_id: string; asset_pair: string; side: "buy" | "sell"; base_amount: string };
   }>(
     "/v1/partner/quotes",
-    { schema: { body: QuoteBody, response: { 200: Type.Object({ result: QuoteSchema }) } } },
+    {
+      schema: {
+        tags: ["trading"],
+        operationId: "createQuote",
+        summary: "Quote a trade",
+        description:
+          "Prices `base_amount` of the pair's base asset (buy at the pair's buy price, sell at its " +
+          "sell price) and returns a quote with a single-use token, valid for `lifetime` seconds. " +
+          "On 3005, 4000, 4001, 4003 and 4004, `msg_detail` holds the quote that would have been " +
+          "given (token null), and `limit` on 4003 and 4004.",
+        body: QuoteBody,
+        response: {
+          200: Type.Object({ result: QuoteSchema }),
+          ...errorResponses(
+            [
+              "invalid_client",
+              "client_not_verified",
+              "client_deactivated",
+              "invalid_asset_pair",
+              "trading_not_available",
+              "trading_temporarily_unavailable",
+              "amount_below_minimum",
+              "amount_above_maximum",
+              "insufficient_funds",
+            ],
+            { detail: QuoteErrorDetail },
+          ),
+        },
+      },
+    },
     async (request) => {
       const b = request.body;
       const baseAmount = amountField(b.base_amount, ["body", "base_amount"]);
@@ -50,7 +91,30 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
 
   app.post<{ Body: { partner_client_id: string; token: string; partner_order_ref?: string | null } }>(
     "/v1/partner/quotes/execute",
-    { schema: { body: ExecuteBody, response: { 200: Type.Object({ result: OrderSchema }) } } },
+    {
+      schema: {
+        tags: ["trading"],
+        operationId: "executeQuote",
+        summary: "Execute a quote",
+        description:
+          "Executes the quote at its quoted price and returns the order (type buy or sell). Funds " +
+          "gone since the quote give an order in status `rejected` (HTTP 200, no balance change). " +
+          "An expired, spent or foreign token is 4008; a malformed one 422. A reused " +
+          "partner_order_ref is a 409 (2020): fetch the order by its reference.",
+        body: ExecuteBody,
+        response: {
+          200: Type.Object({ result: OrderSchema }),
+          ...errorResponses([
+            "duplicate_order_ref",
+            "invalid_client",
+            "client_not_verified",
+            "client_deactivated",
+            "invalid_trading_token",
+            "service_unavailable",
+          ]),
+        },
+      },
+    },
     async (request) => {
       const b = request.body;
       const result = await trading.execute(request.partnerId!, {
