@@ -7,7 +7,8 @@
 //   BENCH_ONLY=name[,name]  run only these scenarios
 //   BENCH_DURATION_S        measured seconds per target (default 10)
 //   BENCH_WARMUP_S          warm-up seconds before each measured run (default 2)
-//   BENCH_CONNECTIONS       concurrent connections (default 10)
+//   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
+//   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.
@@ -15,9 +16,10 @@
 import os from "node:os";
 import path from "node:path";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
+import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
 
-const scenarios = [foundation];
+const scenarios = [foundation, deposits];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];

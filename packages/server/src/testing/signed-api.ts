@@ -41,9 +41,20 @@ export interface SignedApi {
   /** The time the API's clock shows (the test context's manual clock, or the system clock). */
   nowMs(): number;
   call(c: SignedCall): Promise<ApiResponse>;
+  /** An admin API request (bearer token), e.g. PUT /admin/pairs/BTC-AED/price. */
+  admin(method: "GET" | "POST" | "PUT", url: string, body?: unknown): Promise<ApiResponse>;
   /** What the API processes wrote (empty in-process), for failure messages. */
   logs(): string;
   close(): Promise<void>;
+}
+
+/** The parsed JSON of a response body, or null when it is not JSON. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 /** One test context: requests go through app.inject, signed at the context clock's time. */
@@ -70,6 +81,10 @@ export async function startInProcessApi(): Promise<SignedApi> {
         body = null;
       }
       return { status: res.statusCode, body };
+    },
+    async admin(method, url, body) {
+      const res = await ctx.adminRequest(method, url, body);
+      return { status: res.statusCode, body: parseJson(res.body) };
     },
     logs: () => "",
     close: () => ctx.close(),
@@ -202,6 +217,19 @@ export async function startTwoProcessApi(options: { requestTimeoutMs?: number } 
           body = null;
         }
         return { status: res.status, body };
+      },
+      async admin(method, url, body) {
+        const payload = body === undefined ? undefined : JSON.stringify(body);
+        const res = await fetch(`${adminUrl}${url}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${adminToken}`,
+            ...(payload === undefined ? {} : { "content-type": "application/json" }),
+          },
+          ...(payload === undefined ? {} : { body: payload }),
+          signal: AbortSignal.timeout(requestTimeoutMs),
+        });
+        return { status: res.status, body: parseJson(await res.text()) };
       },
       logs: () => services.map((s, i) => `--- API process ${i + 1}\n${s.output()}`).join("\n"),
       close,
