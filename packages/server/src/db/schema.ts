@@ -190,6 +190,7 @@ export interface AccountsTable {
   asset_id: string;
   balance: Numeric;
   held: Generated<string>;
+  slot: Generated<number>;
 }
 
 export interface PostingsTable {

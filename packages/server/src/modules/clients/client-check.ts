@@ -35,6 +35,16 @@ export async function lookUpClient(
   return { ok: true, client: { id: row.id, partnerClientId: row.partner_client_id } };
 }
 
+/** The rule of checkClientCanTransact on a row already read (for queries that read more at once). */
+export function judgeClient(
+  row: { id: number; partner_client_id: string; status: string; active: boolean } | undefined,
+): ClientCheck {
+  if (row === undefined) return { ok: false, error: "invalid_client" };
+  if (row.status !== "verified") return { ok: false, error: "client_not_verified" };
+  if (!row.active) return { ok: false, error: "client_deactivated" };
+  return { ok: true, client: { id: row.id, partnerClientId: row.partner_client_id } };
+}
+
 /**
  * The partner's client, allowed to trade and be funded: for deposits, withdrawals, quotes and
  * execution. Errors: 2008, 2009, 2010.
@@ -44,9 +54,5 @@ export async function checkClientCanTransact(
   partnerId: string,
   partnerClientId: string,
 ): Promise<ClientCheck> {
-  const row = await find(db, partnerId, partnerClientId);
-  if (row === undefined) return { ok: false, error: "invalid_client" };
-  if (row.status !== "verified") return { ok: false, error: "client_not_verified" };
-  if (!row.active) return { ok: false, error: "client_deactivated" };
-  return { ok: true, client: { id: row.id, partnerClientId: row.partner_client_id } };
+  return judgeClient(await find(db, partnerId, partnerClientId));
 }

@@ -1,3 +1,10 @@
 export { BalanceSchema, balancesRoutes } from "./balances-routes.ts";
 export { BalancesService, type BalanceView } from "./balances-service.ts";
-export { checkLedger, clientBalances, type LedgerDifference, type Leg, postLegs } from "./ledger-store.ts";
+export {
+  checkLedger,
+  clientBalances,
+  houseSlot,
+  type LedgerDifference,
+  type Leg,
+  postLegs,
+} from "./ledger-store.ts";

@@ -19,6 +19,14 @@ export interface Leg {
 
 export type PostResult = { ok: true } | { ok: false; error: "insufficient_funds" };
 
+/** House accounts per partner and asset are split into this many slots (migration 0006). */
+export const houseSlots = 16;
+
+/** The house slot an order of this client posts to. */
+export function houseSlot(clientId: number): number {
+  return clientId % houseSlots;
+}
+
 const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_revenue: 2, vat_payable: 3 };
 
 /**
@@ -32,7 +40,9 @@ export async function postLegs(
   partnerId: string,
   orderId: number,
   legs: readonly Leg[],
+  slot: number,
 ): Promise<PostResult> {
+  if (!Number.isInteger(slot) || slot < 0 || slot >= houseSlots) throw new Error(`bad house slot ${slot}`);
   const sums = new Map<string, bigint>();
   for (const leg of legs) {
     if (leg.amount === 0n) throw new Error("a posting of zero");
@@ -72,6 +82,7 @@ export async function postLegs(
           client_id: leg.clientId,
           asset_id: leg.assetId,
           balance: amount,
+          slot: leg.kind === "client" ? 0 : slot,
         })
         .onConflict((oc) =>
           oc
@@ -132,10 +143,11 @@ export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
     partner_id: string;
     client_id: number | null;
     asset_id: string;
+    slot: number;
     balance: string;
     posted: string;
   }>`
-    SELECT a.id, a.kind, a.partner_id, a.client_id, a.asset_id, a.balance::text AS balance,
+    SELECT a.id, a.kind, a.partner_id, a.client_id, a.asset_id, a.slot, a.balance::text AS balance,
            coalesce(sum(p.amount), 0)::numeric(38, 8)::text AS posted
     FROM accounts a LEFT JOIN postings p ON p.account_id = a.id
     GROUP BY a.id
@@ -146,7 +158,7 @@ export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
     differences.push({
       kind: "account_balance",
       account_id: a.id,
-      account: `${a.kind}:${a.partner_id}${a.client_id === null ? "" : `:client-${a.client_id}`}:${a.asset_id}`,
+      account: `${a.kind}:${a.partner_id}${a.client_id === null ? `:slot-${a.slot}` : `:client-${a.client_id}`}:${a.asset_id}`,
       asset_id: a.asset_id,
       recorded: a.balance,
       from_postings: a.posted,

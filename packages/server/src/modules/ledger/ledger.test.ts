@@ -164,9 +164,13 @@ describe("ledger", () => {
     await assert.rejects(
       inTransaction(db, async (tx) => {
         const o = await newOrder(tx, "legs");
-        await postLegs(tx, ctx.partner.id, o.id, [
-          { kind: "client", clientId: client.id, assetId: "EUR", amount: 5n },
-        ]);
+        await postLegs(
+          tx,
+          ctx.partner.id,
+          o.id,
+          [{ kind: "client", clientId: client.id, assetId: "EUR", amount: 5n }],
+          0,
+        );
       }),
       /do not balance/,
     );

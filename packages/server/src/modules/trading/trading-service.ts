@@ -13,7 +13,7 @@ import type { Random } from "../../platform/random.ts";
 import { findAsset } from "../catalog/catalog-store.ts";
 import { checkClientCanTransact } from "../clients/client-check.ts";
 import { decimalPlacesError, finerThanAsset, isDuplicateRef } from "../funding/index.ts";
-import { clientBalances, type Leg, postLegs } from "../ledger/index.ts";
+import { clientBalances, houseSlot, type Leg, postLegs } from "../ledger/index.ts";
 import { insertOrder, type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { priceQuote, requiredFunds, type Side } from "./quote.ts";
 import {
@@ -231,7 +231,7 @@ export class TradingService {
         const spent = await spendQuote(tx, tokenHash, partnerId, client.client.id, now);
         if (spent === undefined) throw new Abort("invalid_trading_token");
         await linkQuoteToOrder(tx, spent.id, row.id);
-        const posted = await postLegs(tx, partnerId, row.id, legs);
+        const posted = await postLegs(tx, partnerId, row.id, legs, houseSlot(client.client.id));
         if (posted.ok) return row;
         // Funds went away since the quote: the order stands as rejected, the token is spent, and
         // no balance moves. postLegs stopped before writing anything when it found the shortfall.
