@@ -11,7 +11,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 import { insertOrder } from "../orders/index.ts";
-import { checkLedger, clientBalances, postLegs } from "./index.ts";
+import { checkLedger, clientBalances, houseSlot, postLegs } from "./index.ts";
 
 describe("ledger", () => {
   let ctx: TestContext;
@@ -66,6 +66,40 @@ describe("ledger", () => {
       { numRuns: 25 },
     );
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
+  test("house accounts are split into slots by client; together they mirror the clients exactly", async () => {
+    const db = ctx.services.database.db;
+    const a = await insertClient(db, ctx.partner.id, 500);
+    const b = await insertClient(db, ctx.partner.id, 501);
+    assert.notEqual(houseSlot(a.id), houseSlot(b.id));
+    for (const [c, ref] of [
+      [a, "slot-a"],
+      [b, "slot-b"],
+    ] as const) {
+      const r = await ctx.services.funding.deposit(ctx.partner.id, {
+        partnerClientId: c.partnerClientId,
+        assetId: "SAR",
+        amount: 700_000_000n,
+        partnerOrderRef: ref,
+      });
+      assert.ok(r.ok);
+    }
+    const rows = await db
+      .selectFrom("accounts")
+      .select(["kind", "slot", "balance"])
+      .where("asset_id", "=", "SAR")
+      .orderBy("kind")
+      .orderBy("slot")
+      .execute();
+    assert.deepEqual(
+      rows.filter((r) => r.kind === "omnibus").map((r) => [r.slot, r.balance]),
+      [
+        [Math.min(houseSlot(a.id), houseSlot(b.id)), "-7.00000000"],
+        [Math.max(houseSlot(a.id), houseSlot(b.id)), "-7.00000000"],
+      ],
+    );
+    assert.deepEqual(await checkLedger(db), []);
   });
 
   test("the ledger check names an account whose balance differs from its postings", async () => {
