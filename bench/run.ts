@@ -18,8 +18,9 @@ import path from "node:path";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
+import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, deposits];
+const scenarios = [foundation, deposits, trading];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];

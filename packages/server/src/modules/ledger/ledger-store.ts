@@ -31,9 +31,11 @@ const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_reven
 
 /**
  * Applies `legs` for one order. Legs must balance per asset (a programming error otherwise). A
- * client leg that would take the available balance below zero fails the whole post; the caller's
- * transaction then rolls back. Accounts are touched in one global order (client accounts by asset,
- * then house accounts) so concurrent orders do not deadlock on each other.
+ * client leg that would take the available balance below zero fails the whole post, and nothing
+ * has been written when it does: with several client legs (a trade), the client's accounts are
+ * first locked in asset order and every debit is checked against them; a single client leg (a
+ * deposit or a withdrawal) is one guarded update. Accounts are always locked in one global order
+ * (client accounts by asset, then house accounts), so concurrent orders do not deadlock.
  */
 export async function postLegs(
   tx: Tx,
@@ -56,6 +58,24 @@ export async function postLegs(
     (a, b) =>
       kindRank[a.kind] - kindRank[b.kind] || (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0),
   );
+  const clientLegs = ordered.filter((l) => l.kind === "client");
+  if (clientLegs.length > 1 && clientLegs.some((l) => l.amount < 0n)) {
+    const clientId = clientLegs[0]!.clientId!;
+    if (clientLegs.some((l) => l.clientId !== clientId)) throw new Error("one order, one client");
+    const { rows } = await sql<{ asset_id: string; available: string }>`
+      SELECT asset_id, (balance - held)::numeric(38, 8)::text AS available FROM accounts
+      WHERE kind = 'client' AND partner_id = ${partnerId} AND client_id = ${clientId}
+        AND asset_id IN (${sql.join(clientLegs.map((l) => l.assetId))})
+      ORDER BY asset_id
+      FOR UPDATE
+    `.execute(tx);
+    const available = new Map(rows.map((r) => [r.asset_id, moneyFromPg(r.available)]));
+    for (const leg of clientLegs) {
+      if (leg.amount < 0n && (available.get(leg.assetId) ?? 0n) + leg.amount < 0n) {
+        return { ok: false, error: "insufficient_funds" };
+      }
+    }
+  }
   const postings: { order_id: number; account_id: number; asset_id: string; amount: string }[] = [];
   for (const leg of ordered) {
     const amount = moneyToPg(leg.amount);

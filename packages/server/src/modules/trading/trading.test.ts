@@ -385,6 +385,35 @@ describe("quotes and execution", () => {
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
   });
 
+  test("a rejected sell moves nothing: the proceeds are not credited when the base asset is gone", async () => {
+    await insertClient(ctx.services.database.db, ctx.partner.id, 9);
+    await fund("client-9", "AED", "10000");
+    const buy = (await quote({ partner_client_id: "client-9", base_amount: "0.01" })).json().result;
+    assert.equal(
+      (await execute({ token: buy.token, partner_client_id: "client-9" })).json().result.status,
+      "completed",
+    );
+    // Two sells of the whole BTC holding; only the first can be delivered.
+    const s1 = (await quote({ partner_client_id: "client-9", side: "sell", base_amount: "0.01" })).json()
+      .result;
+    const s2 = (await quote({ partner_client_id: "client-9", side: "sell", base_amount: "0.01" })).json()
+      .result;
+    assert.equal(
+      (await execute({ token: s1.token, partner_client_id: "client-9" })).json().result.status,
+      "completed",
+    );
+    const aed = await balance("AED", "client-9");
+    const before = await moneyState(ctx.services.database.db);
+    const second = (await execute({ token: s2.token, partner_client_id: "client-9" })).json().result;
+    assert.equal(second.status, "rejected");
+    assert.equal(await balance("AED", "client-9"), aed);
+    assert.equal(await balance("BTC", "client-9"), "0E-8");
+    const after = await moneyState(ctx.services.database.db);
+    assert.equal(after.accounts, before.accounts);
+    assert.equal(after.postings, before.postings);
+    assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
   test("isolation: another partner cannot quote for this partner's clients", async () => {
     const other = await ctx.addPartner();
     assert.equal((await quote({}, other)).json().code, 2008);

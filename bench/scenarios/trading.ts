@@ -1,0 +1,655 @@
+// Issue "Concurrency on PostgreSQL", benchmark part for trading: quote-then-execute pairs per
+// second on a local PostgreSQL server. C workers (default 32) each repeat, one after the other:
+// POST /v1/partner/quotes (a small BTC-AED buy for the next of N funded clients), then POST
+// /v1/partner/quotes/execute with the token it returned. Every request is freshly signed. A pair
+// counts when the execution answers 200 with an order in status `completed`.
+//
+// Printed: pairs/s, p50/p99 of the pair latency (quote sent → execution answered), non-2xx and
+// failed requests (any makes the run fail), the CPU of the service's whole process tree (primary
+// and workers) and of the database's backends per pair, from /proc. Afterwards the ledger check
+// (GET /admin/ledger/check) must be clean, and the buy orders in the database must be exactly the
+// completed executions.
+//
+// Environment (besides run.ts's):
+//   BENCH_DATABASE_URL  server to create the database on (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_WORKERS       API processes of the service (WORKERS; default 2)
+//   BENCH_CLIENTS       verified clients the trades are spread over (default 64)
+//   BENCH_CONNECTIONS   when set, replaces the 32 concurrent workers
+
+import crypto from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
+import { formatDecimal, generateKeyPair, parseDecimal, signRequest } from "@counterpart/protocol";
+import pg from "pg";
+import { openDatabase } from "../../packages/server/src/db/database.ts";
+import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
+import {
+  clockTicksPerSecond,
+  cpuTicks,
+  fixed,
+  hostBusyTicks,
+  loadNotes,
+  type Partner,
+  printTable,
+  type Scenario,
+  type ScenarioReport,
+  sleep,
+  startService,
+  type TargetResult,
+  withTimeout,
+} from "../lib.ts";
+
+const adminToken = "bench-admin-token-0123456789abcdef";
+const pair = "BTC-AED";
+const price = { buy: "350000", sell: "349000" };
+const baseAmount = "0.001";
+/** Each client's AED: far more than a run can spend (a pair costs about 352 AED). */
+const fundingPerClient = "100000000";
+/** The feed is manual; the price is set again this often, well inside the 60 s staleness bound. */
+const priceRefreshMs = 15_000;
+const requestTimeoutMs = 10_000;
+
+function intFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU of process groups, from /proc
+
+/** Every process /proc shows: parent and title (cmdline, NULs as spaces). */
+function processTable(): { pid: number; ppid: number; title: string }[] {
+  const out: { pid: number; ppid: number; title: string }[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const title = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ").trim();
+      out.push({ pid: Number(entry), ppid, title });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** `root` and all its descendants. */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const p of processTable()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const out: number[] = [];
+  const queue = [root];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    out.push(pid);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** PostgreSQL backends connected to `dbName` ("postgres: [cluster: ]user db host(port) state"). */
+function backendsOf(dbName: string): number[] {
+  const title = new RegExp(`^postgres: (?:\\S+: )?\\S+ ${dbName} `);
+  return processTable()
+    .filter((p) => title.test(p.title))
+    .map((p) => p.pid);
+}
+
+function ticksOf(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      out.set(pid, cpuTicks(pid));
+    } catch {
+      // exited
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU ticks of a changing set of processes over a window (the database's backends: a connection
+ * pool opens more while the load runs). Sampled every 100 ms; a process that appears counts from
+ * zero, one that exits loses at most its last 100 ms.
+ */
+class CpuSampler {
+  readonly #select: () => number[];
+  #base = new Map<number, number>();
+  readonly #last = new Map<number, number>();
+  readonly #present = new Set<number>();
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(select: () => number[]) {
+    this.#select = select;
+  }
+
+  start(): void {
+    this.#base = ticksOf(this.#select());
+    this.#last.clear();
+    for (const [pid, t] of this.#base) this.#last.set(pid, t);
+    this.#timer = setInterval(() => this.#sample(), 100);
+  }
+
+  #sample(): void {
+    const now = ticksOf(this.#select());
+    this.#present.clear();
+    for (const [pid, t] of now) {
+      this.#last.set(pid, t);
+      this.#present.add(pid);
+    }
+  }
+
+  /** Ticks used since start, and how many processes exited meanwhile. */
+  stop(): { ticks: number; gone: number } {
+    this.#sample();
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    let ticks = 0;
+    for (const [pid, t] of this.#last) ticks += t - (this.#base.get(pid) ?? 0);
+    return { ticks, gone: [...this.#last.keys()].filter((pid) => !this.#present.has(pid)).length };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signed requests over keep-alive connections
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+class SignedClient {
+  readonly #base: URL;
+  readonly #partner: Partner;
+  readonly #agent: http.Agent;
+  /** The last signing time per request body: identical bodies never share a millisecond. */
+  readonly #lastSignedAt = new Map<string, number>();
+
+  constructor(baseUrl: string, partner: Partner, connections: number) {
+    this.#base = new URL(baseUrl);
+    if (this.#base.hostname !== "127.0.0.1") throw new Error(`refusing to load ${baseUrl}: not 127.0.0.1`);
+    this.#partner = partner;
+    this.#agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  }
+
+  /**
+   * Ed25519 is deterministic: two identical POSTs signed in one millisecond carry one signature,
+   * and the second is a replay (401). A body signed in this millisecond already waits for the next.
+   */
+  async #signingTime(body: string): Promise<number> {
+    for (;;) {
+      const now = Date.now();
+      const last = this.#lastSignedAt.get(body);
+      if (last === undefined || now > last) {
+        this.#lastSignedAt.set(body, now);
+        return now;
+      }
+      await sleep(1);
+    }
+  }
+
+  async post(target: string, payload: unknown): Promise<Answer> {
+    const body = JSON.stringify(payload);
+    const headers = signRequest({
+      partnerId: this.#partner.partnerId,
+      privateKey: this.#partner.privateKey,
+      method: "POST",
+      target,
+      body,
+      nowMs: await this.#signingTime(body),
+    });
+    return new Promise<Answer>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: this.#base.hostname,
+          port: this.#base.port,
+          method: "POST",
+          path: target,
+          agent: this.#agent,
+          headers: {
+            ...headers,
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+          },
+          timeout: requestTimeoutMs,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+          res.on("error", reject);
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error(`no answer in ${requestTimeoutMs} ms`)));
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  /** Forgets the bodies signed before `ms`: signing times never go back, so they cannot collide. */
+  prune(ms: number): void {
+    for (const [body, at] of this.#lastSignedAt) if (at < ms) this.#lastSignedAt.delete(body);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load
+
+interface LoopStats {
+  /** Executions answered 200 with an order in status completed. */
+  completed: number;
+  /** Executions answered 200 with another status (funds ran out: not expected here). */
+  otherStatus: Record<string, number>;
+  /** "quote 400/3005", "execute 503/503", ...: every answer that was not a 200. */
+  non2xx: Record<string, number>;
+  /** Requests that got no HTTP answer (connection error, timeout). */
+  errors: number;
+  /** The first answer that was not a completed order (status 0: no HTTP answer), to tell why. */
+  firstProblem: { status: number; body: string } | null;
+  /** Pair latency in µs. */
+  histogram: RecordableHistogram;
+  wallMs: number;
+}
+
+function count(map: Record<string, number>, key: string): void {
+  map[key] = (map[key] ?? 0) + 1;
+}
+
+const sum = (map: Record<string, number>) => Object.values(map).reduce((a, b) => a + b, 0);
+
+/**
+ * `workers` loops, each repeating quote → execute until `durationS` is up; a pair started before
+ * then is finished. Clients are taken in turn from one shared counter.
+ */
+async function runPairs(client: SignedClient, clients: number, workers: number, durationS: number) {
+  const stats: LoopStats = {
+    completed: 0,
+    otherStatus: {},
+    non2xx: {},
+    errors: 0,
+    firstProblem: null,
+    histogram: createHistogram(),
+    wallMs: 0,
+  };
+  const problem = (status: number, what: string) => {
+    stats.firstProblem ??= { status, body: what.slice(0, 500) };
+  };
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + durationS * 1000;
+  const pruner = setInterval(() => client.prune(Date.now() - 1_000), 5_000);
+
+  async function worker(): Promise<void> {
+    while (performance.now() < deadline) {
+      const pcid = `client-${1 + (next++ % clients)}`;
+      const t0 = performance.now();
+      let step = "quote";
+      try {
+        const q = await client.post("/v1/partner/quotes", {
+          partner_client_id: pcid,
+          asset_pair: pair,
+          side: "buy",
+          base_amount: baseAmount,
+        });
+        if (q.status !== 200) {
+          count(stats.non2xx, `quote ${q.status}/${codeOf(q.body)}`);
+          problem(q.status, `quote: ${q.body}`);
+          continue;
+        }
+        const token = (JSON.parse(q.body) as { result: { token: string } }).result.token;
+        step = "execute";
+        const e = await client.post("/v1/partner/quotes/execute", { partner_client_id: pcid, token });
+        if (e.status !== 200) {
+          count(stats.non2xx, `execute ${e.status}/${codeOf(e.body)}`);
+          problem(e.status, `execute: ${e.body}`);
+          continue;
+        }
+        const status = (JSON.parse(e.body) as { result: { status: string } }).result.status;
+        if (status !== "completed") {
+          count(stats.otherStatus, status);
+          problem(e.status, `execute answered an order in status ${status}: ${e.body}`);
+          continue;
+        }
+        stats.completed++;
+        stats.histogram.record(Math.max(1, Math.round((performance.now() - t0) * 1000)));
+      } catch (err) {
+        stats.errors++;
+        problem(0, `${step}: ${err instanceof Error ? err.message : String(err)}`);
+        // A refused connection must not turn the loop into a busy spin.
+        await sleep(10);
+      }
+    }
+  }
+
+  try {
+    await withTimeout(
+      Promise.all(Array.from({ length: workers }, () => worker())),
+      (durationS + 60) * 1000,
+      "quote-then-execute loop",
+    );
+  } finally {
+    clearInterval(pruner);
+  }
+  stats.wallMs = performance.now() - started;
+  return stats;
+}
+
+function codeOf(body: string): string {
+  try {
+    return String((JSON.parse(body) as { code?: unknown }).code);
+  } catch {
+    return "?";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function adminCall(adminUrl: string, method: string, url: string, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${adminUrl}${url}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${adminToken}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(requestTimeoutMs),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+export const trading: Scenario = {
+  name: "trading",
+  description: "signed quote-then-execute pairs (BTC-AED buys) per second on PostgreSQL",
+
+  async run(ctx): Promise<ScenarioReport> {
+    const notes: string[] = [];
+    const workersLoop = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
+    const apiProcesses = intFromEnv("BENCH_WORKERS", 2, 1, 64);
+    const clientCount = intFromEnv("BENCH_CLIENTS", 64, 1, 100_000);
+    const serverUrl = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+
+    // A database of its own, dropped at the end whatever happens.
+    const dbName = `counterpart_bench_${Date.now()}_${crypto.randomBytes(3).toString("hex")}`;
+    const admin = new pg.Client({ connectionString: serverUrl });
+    try {
+      await admin.connect();
+    } catch (err) {
+      throw new Error(`cannot reach PostgreSQL at ${serverUrl}: ${(err as Error).message}`);
+    }
+    try {
+      await admin.query(`CREATE DATABASE ${dbName}`);
+    } finally {
+      await admin.end();
+    }
+    ctx.cleanup.add(`drop database ${dbName}`, async () => {
+      const c = new pg.Client({ connectionString: serverUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    });
+    const dbUrl = new URL(serverUrl);
+    dbUrl.pathname = `/${dbName}`;
+    const databaseUrl = dbUrl.toString();
+    process.stdout.write(`bench: database ${dbName}\n`);
+
+    const service = await startService(ctx.cleanup, {
+      dataDir: path.join(ctx.scratchDir, "data"),
+      env: { DATABASE_URL: databaseUrl, WORKERS: String(apiProcesses), ADMIN_TOKEN: adminToken },
+    });
+    const adminUrl = service.adminUrl;
+    if (adminUrl === null) throw new Error("the service runs no admin API");
+
+    // A partner through the admin API, clients straight into the database, funds through the API.
+    const keys = generateKeyPair();
+    const created = await adminCall(adminUrl, "POST", "/admin/partners", {
+      name: "Bench Partner",
+      public_key_pem: keys.publicKeyPem,
+      allowed_ips: ["127.0.0.1/32", "::1/128"],
+    });
+    if (created.status !== 201) throw new Error(`partner create answered ${created.status}: ${created.body}`);
+    const partner: Partner = {
+      partnerId: (JSON.parse(created.body) as { result: { id: string } }).result.id,
+      privateKey: crypto.createPrivateKey(keys.privateKeyPem),
+    };
+    const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
+    ctx.cleanup.add("close the bench's database pool", () => database.close());
+    for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
+
+    const setPrice = async () => {
+      const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, price);
+      if (res.status !== 200) throw new Error(`price set answered ${res.status}: ${res.body}`);
+    };
+    await setPrice();
+
+    const client = new SignedClient(service.partnerUrl, partner, workersLoop);
+    ctx.cleanup.add("close the bench's HTTP connections", () => client.close());
+    for (let n = 1; n <= clientCount; n++) {
+      const res = await client.post("/v1/partner/deposits", {
+        partner_client_id: `client-${n}`,
+        asset_id: "AED",
+        amount: fundingPerClient,
+        partner_order_ref: `bench-funding-${n}`,
+      });
+      if (res.status !== 200) throw new Error(`funding client-${n} answered ${res.status}: ${res.body}`);
+    }
+
+    let refreshFailure: string | null = null;
+    const refresher = setInterval(() => {
+      setPrice().catch((err: unknown) => {
+        refreshFailure ??= String(err);
+      });
+    }, priceRefreshMs);
+    ctx.cleanup.add("stop the price refresher", () => clearInterval(refresher));
+
+    if (ctx.warmupS > 0) {
+      process.stdout.write(`bench: trading: warm-up ${ctx.warmupS} s with ${workersLoop} workers\n`);
+    }
+    const warm = ctx.warmupS > 0 ? await runPairs(client, clientCount, workersLoop, ctx.warmupS) : null;
+
+    process.stdout.write(
+      `bench: trading: ${ctx.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
+    );
+    const serverCpu = new CpuSampler(() => processTree(service.child.pid));
+    const pgCpuSampler = new CpuSampler(() => backendsOf(dbName));
+    serverCpu.start();
+    pgCpuSampler.start();
+    ctx.cleanup.add("stop the CPU samplers", () => {
+      serverCpu.stop();
+      pgCpuSampler.stop();
+    });
+    const hostBefore = hostBusyTicks();
+    const selfBefore = process.cpuUsage();
+    const run = await runPairs(client, clientCount, workersLoop, ctx.durationS);
+    const self = process.cpuUsage(selfBefore);
+    const hostTicks = hostBusyTicks() - hostBefore;
+    const server = serverCpu.stop();
+    const pgCpu = pgCpuSampler.stop();
+    clearInterval(refresher);
+    if (server.gone > 0) notes.push("a service process exited during the measured run");
+    if (refreshFailure !== null) notes.push(`a price refresh failed: ${refreshFailure}`);
+
+    // Afterwards: the ledger balances, and every completed execution is exactly one buy order.
+    const ledgerAnswer = await adminCall(adminUrl, "GET", "/admin/ledger/check");
+    const ledger =
+      ledgerAnswer.status === 200
+        ? (JSON.parse(ledgerAnswer.body) as { result: { ok: boolean; differences: unknown[] } }).result
+        : null;
+    const ledgerOk = ledger?.ok === true;
+    if (!ledgerOk) {
+      notes.push(`LEDGER CHECK FAILED: ${ledgerAnswer.status} ${ledgerAnswer.body.slice(0, 1_000)}`);
+    }
+    const orderCounts = await database.db
+      .selectFrom("orders")
+      .select(["type", "status", (eb) => eb.fn.countAll<string>().as("n")])
+      .groupBy(["type", "status"])
+      .execute();
+    const orders = Object.fromEntries(orderCounts.map((r) => [`${r.type} ${r.status}`, Number(r.n)]));
+    const completedAnswers = (warm?.completed ?? 0) + run.completed;
+    const consistent =
+      (orders["buy completed"] ?? 0) === completedAnswers &&
+      sum(orders) === (orders["buy completed"] ?? 0) + (orders["deposit completed"] ?? 0) &&
+      (orders["deposit completed"] ?? 0) === clientCount;
+    if (!consistent) {
+      notes.push(
+        `INCONSISTENT: ${completedAnswers} executions answered completed, orders in the database: ${JSON.stringify(orders)}`,
+      );
+    }
+    // Nothing overdrawn, and what the clients hold is what the completed buys say.
+    const held = await database.db
+      .selectFrom("accounts")
+      .select(["asset_id", (eb) => eb.fn.sum<string>("balance").as("total")])
+      .where("kind", "=", "client")
+      .groupBy("asset_id")
+      .execute();
+    const btcHeld = parseDecimal(held.find((h) => h.asset_id === "BTC")?.total ?? "0");
+    const btcExpected = BigInt(completedAnswers) * (parseDecimal(baseAmount) ?? 0n);
+    if (btcHeld !== btcExpected) {
+      notes.push(
+        `INCONSISTENT: clients hold ${formatDecimal(btcHeld ?? 0n)} BTC, the completed buys make ${formatDecimal(btcExpected)}`,
+      );
+    }
+    await database.close();
+
+    const hz = clockTicksPerSecond();
+    const pairs = run.completed;
+    const seconds = run.wallMs / 1000;
+    const pairsPerS = pairs / seconds;
+    const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
+    const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
+    const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
+    const ms = (us: number) => us / 1000;
+    const h = run.histogram;
+    const latencyMs =
+      pairs > 0
+        ? {
+            mean: ms(h.mean),
+            p50: ms(h.percentile(50)),
+            p90: ms(h.percentile(90)),
+            p99: ms(h.percentile(99)),
+            max: ms(h.max),
+          }
+        : { mean: Number.NaN, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
+    const non2xx = sum(run.non2xx);
+    const warmNon2xx = warm === null ? 0 : sum(warm.non2xx);
+    const otherStatus = sum(run.otherStatus) + (warm === null ? 0 : sum(warm.otherStatus));
+    const statusCodes: Record<string, number> = { "execute 200 completed": run.completed };
+    for (const [k, v] of Object.entries(run.non2xx)) statusCodes[k] = v;
+    for (const [k, v] of Object.entries(run.otherStatus)) statusCodes[`execute 200 ${k}`] = v;
+
+    const target: TargetResult = {
+      label: "quote → execute pairs",
+      url: service.partnerUrl,
+      method: "POST",
+      path: "/v1/partner/quotes + /v1/partner/quotes/execute",
+      signed: true,
+      connections: workersLoop,
+      durationS: seconds,
+      requests: pairs,
+      reqPerSecMean: pairsPerS,
+      latencyMs,
+      autocannonLatencyMs: { p50: latencyMs.p50, p99: latencyMs.p99, mean: latencyMs.mean },
+      non2xx,
+      errors: run.errors,
+      timeouts: 0,
+      statusCodes,
+      firstNon2xx: warm?.firstProblem ?? run.firstProblem,
+      warmup: {
+        durationS: ctx.warmupS,
+        requests: warm?.completed ?? 0,
+        non2xx: warmNon2xx,
+        errors: warm?.errors ?? 0,
+      },
+      serverCpuTicks: server.ticks,
+      serverCpuUsPerRequest: usPer(server.ticks),
+      serverCpuPercent: percentOfCore(server.ticks),
+      clientCpuPercent,
+      otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
+      ok:
+        pairs > 0 &&
+        non2xx === 0 &&
+        run.errors === 0 &&
+        warmNon2xx === 0 &&
+        (warm?.errors ?? 0) === 0 &&
+        otherStatus === 0,
+    };
+
+    printTable(
+      `trading (${workersLoop} workers, ${ctx.durationS} s, ${ctx.warmupS} s warm-up, ${apiProcesses} API process${apiProcesses > 1 ? "es" : ""}, ${clientCount} clients)`,
+      [
+        "target",
+        "pairs/s",
+        "p50 ms",
+        "p99 ms",
+        "srv CPU µs/pair",
+        "srv CPU %",
+        "PG CPU µs/pair",
+        "PG CPU %",
+        "bench CPU %",
+        "other CPU %",
+        "non-2xx",
+        "errors",
+      ],
+      [
+        [
+          target.label,
+          fixed(pairsPerS, 0),
+          fixed(latencyMs.p50, 2),
+          fixed(latencyMs.p99, 2),
+          fixed(target.serverCpuUsPerRequest, 0),
+          fixed(target.serverCpuPercent, 0),
+          fixed(usPer(pgCpu.ticks), 0),
+          fixed(percentOfCore(pgCpu.ticks), 0),
+          fixed(clientCpuPercent, 0),
+          fixed(target.otherCpuPercent, 0),
+          `${non2xx + warmNon2xx}${non2xx + warmNon2xx > 0 ? " !!" : ""}`,
+          `${run.errors + (warm?.errors ?? 0)}${run.errors + (warm?.errors ?? 0) > 0 ? " !!" : ""}`,
+        ],
+      ],
+    );
+    process.stdout.write(
+      `\n${pairs} pairs completed in ${fixed(seconds, 2)} s; ledger check ${ledgerOk ? "clean" : "NOT CLEAN"}; ` +
+        `orders ${JSON.stringify(orders)}\n`,
+    );
+    if (non2xx + warmNon2xx > 0) {
+      notes.push(`non-2xx answers: ${JSON.stringify({ ...(warm?.non2xx ?? {}), ...run.non2xx })}`);
+    }
+    if (otherStatus > 0) notes.push(`executions not completed: ${JSON.stringify(run.otherStatus)}`);
+    notes.push(...loadNotes([target]));
+
+    return {
+      name: "trading",
+      ok: target.ok && ledgerOk && consistent && btcHeld === btcExpected,
+      targets: [target],
+      ratios: {},
+      // The bench stops it on purpose; the rest is news.
+      serverProblems: {
+        counterpart: service.child.output.problems().filter((l) => l !== "counterpart: stopped on SIGTERM"),
+      },
+      notes,
+      api_processes: apiProcesses,
+      clients: clientCount,
+      base_amount: baseAmount,
+      pairs_per_s: pairsPerS,
+      pair_latency_ms: latencyMs,
+      database_cpu_us_per_pair: usPer(pgCpu.ticks),
+      ledger: { ok: ledgerOk, differences: ledger?.differences.length ?? null },
+      orders,
+    };
+  },
+};
