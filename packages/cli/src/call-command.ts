@@ -6,37 +6,32 @@ import { signRequest } from "@counterpart/protocol";
 import type { Command } from "commander";
 import { networkReason } from "./admin-client.ts";
 import { FailureError, UsageError } from "./errors.ts";
-import { dataDir, type Env, readDemoPartner, readEndpoints, readPrivateKeyFile } from "./local-files.ts";
+import { type Env, readPrivateKeyFile } from "./local-files.ts";
 import { emit, type OutputOptions } from "./output.ts";
+import {
+  baseUrlText,
+  type PartnerFlags,
+  partnerFlags,
+  resolveBaseUrl,
+  resolveSigner,
+} from "./partner-target.ts";
 
-const defaultPartnerUrl = "http://127.0.0.1:8080";
 const requestTimeoutMs = 30_000;
 const methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
 
-interface CallOptions extends OutputOptions {
+interface CallOptions extends OutputOptions, PartnerFlags {
   data?: string;
-  partner?: string;
-  key?: string;
-  url?: string;
 }
 
 /** Registers `call`; `setExit` receives 0 for a 2xx answer and 1 for any other. */
 export function registerCallCommand(program: Command, env: Env, setExit: (code: 0 | 1) => void): void {
-  program
+  const callCommand = program
     .command("call")
     .description("sign and send one partner request; prints the status and body")
     .argument("<method>", "GET, POST, PUT or DELETE")
     .argument("<path>", "request path and query, e.g. /v1/partner/asset-pairs")
-    .option("--data <json>", "request body, sent exactly as given")
-    .option("--partner <id>", "partner id (default: COUNTERPART_PARTNER_ID, else the sandbox demo partner)")
-    .option(
-      "--key <file>",
-      "the partner's Ed25519 private key PEM (default: COUNTERPART_KEY_FILE, else the demo key)",
-    )
-    .option(
-      "--url <base>",
-      "partner API base URL (default: DATA_DIR/endpoints.json, else http://127.0.0.1:8080)",
-    )
+    .option("--data <json>", "request body, sent exactly as given");
+  partnerFlags(callCommand)
     .option("--json", "print one JSON object {status, body} on stdout")
     .action(async (method: string, target: string, options: CallOptions) => {
       const result = await call(method, target, options, env);
@@ -57,42 +52,12 @@ interface CallResult {
   body: unknown;
 }
 
-function resolveSigner(options: CallOptions, env: Env): { partnerId: string; keyFile: string } {
-  const partnerId = options.partner || env.COUNTERPART_PARTNER_ID || null;
-  const keyFile = options.key || env.COUNTERPART_KEY_FILE || null;
-  if (partnerId !== null && keyFile !== null) return { partnerId, keyFile };
-  if (partnerId !== null)
-    throw new UsageError("--key FILE is required with --partner (or set COUNTERPART_KEY_FILE)");
-  if (keyFile !== null)
-    throw new UsageError("--partner ID is required with --key (or set COUNTERPART_PARTNER_ID)");
-  const dir = dataDir(env);
-  const demo = readDemoPartner(dir);
-  if (demo === null) {
-    throw new UsageError(
-      `--partner ID and --key FILE are required: there is no sandbox demo partner in ${dir} (set DATA_DIR, or start the sandbox)`,
-    );
-  }
-  return { partnerId: demo.partnerId, keyFile: demo.privateKeyPath };
-}
-
-function requestUrl(base: string, target: string): URL {
-  let baseUrl: URL;
-  try {
-    baseUrl = new URL(base);
-  } catch {
-    throw new UsageError(`--url: "${base}" is not a URL (expected e.g. ${defaultPartnerUrl})`);
-  }
-  if (
-    (baseUrl.protocol !== "http:" && baseUrl.protocol !== "https:") ||
-    baseUrl.search !== "" ||
-    baseUrl.hash !== ""
-  ) {
-    throw new UsageError(`--url: "${base}" is not an http:// or https:// base URL without query`);
-  }
+/** The URL to request: the base URL with the path and query appended as given. */
+function requestUrl(base: URL, target: string): URL {
   if (!target.startsWith("/") || target.includes("#")) {
     throw new UsageError(`PATH must start with "/" and carry no #fragment, got "${target}"`);
   }
-  return new URL(`${baseUrl.origin}${baseUrl.pathname.replace(/\/+$/, "")}${target}`);
+  return new URL(`${baseUrlText(base)}${target}`);
 }
 
 async function call(rawMethod: string, target: string, options: CallOptions, env: Env): Promise<CallResult> {
@@ -108,8 +73,7 @@ async function call(rawMethod: string, target: string, options: CallOptions, env
       throw new UsageError(`--data is not valid JSON: ${(err as Error).message}`);
     }
   }
-  const base = options.url || readEndpoints(dataDir(env))?.partner_url || defaultPartnerUrl;
-  const url = requestUrl(base, target);
+  const url = requestUrl(resolveBaseUrl(options, env), target);
   const signer = resolveSigner(options, env);
   const privateKey = readPrivateKeyFile(signer.keyFile);
 

@@ -1,6 +1,8 @@
-// Command definitions. Exit codes: 0 success, 2 bad input (one clear line on stderr), 1 any other
-// failure. With --json every command prints exactly one JSON object on stdout, failures included
-// ({"error": {...}}); the stderr line is written either way. Nothing prints a stack trace.
+// Command definitions: the operator's (serve, partner, client set-status, asset, pair, ...) and the
+// partner's (client create ..., document, deposit, withdraw, balance, quote, execute, order).
+// Exit codes: 0 success, 2 bad input (one clear line on stderr), 1 any other failure. With --json
+// every command prints exactly one JSON object on stdout, failures included ({"error": {...}});
+// the stderr line is written either way. Nothing prints a stack trace.
 
 import { Command, CommanderError } from "commander";
 import { registerCallCommand } from "./call-command.ts";
@@ -11,7 +13,9 @@ import { registerLedgerCommands } from "./ledger-commands.ts";
 import { registerLocalCommands } from "./local-commands.ts";
 import type { Env } from "./local-files.ts";
 import { printJson } from "./output.ts";
+import { registerPartnerClientCommands } from "./partner-client-commands.ts";
 import { registerPartnerCommands } from "./partner-commands.ts";
+import { registerTradingCommands } from "./trading-commands.ts";
 
 export { CliError, FailureError, UsageError } from "./errors.ts";
 
@@ -43,7 +47,9 @@ export function buildProgram(env: Env, setExit: (code: 0 | 1) => void): Command 
   });
   registerLocalCommands(program, env);
   registerPartnerCommands(program, env);
+  registerPartnerClientCommands(program, env);
   registerClientCommands(program, env);
+  registerTradingCommands(program, env);
   registerCatalogCommands(program, env);
   registerLedgerCommands(program, env, setExit);
   registerCallCommand(program, env, setExit);
@@ -61,6 +67,7 @@ export async function run(argv: string[], env: Env = process.env): Promise<numbe
   } catch (err) {
     let code: 1 | 2;
     let lines: readonly string[];
+    let details: Readonly<Record<string, unknown>> = {};
     if (err instanceof CommanderError) {
       // --help and --version end here with exit code 0; a shown help after a bad call is not 0.
       if (err.exitCode === 0) return 0;
@@ -70,12 +77,13 @@ export async function run(argv: string[], env: Env = process.env): Promise<numbe
     } else if (err instanceof CliError) {
       code = err.exitCode;
       lines = err.lines;
+      details = err.details;
     } else {
       code = 1;
       lines = [oneLine(err instanceof Error ? err.message : String(err)) || "unexpected failure"];
     }
     for (const line of lines) process.stderr.write(`counterpart: ${line}\n`);
-    if (wantsJson(argv)) printJson({ error: { exit_code: code, message: lines.join("\n") } });
+    if (wantsJson(argv)) printJson({ error: { exit_code: code, message: lines.join("\n"), ...details } });
     return code;
   }
 }

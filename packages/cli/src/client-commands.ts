@@ -1,9 +1,11 @@
 // `counterpart client ...`: the operator acting as compliance team on a partner's client, through
 // the admin API of the running service (packages/server/src/modules/admin/admin-clients-routes.ts):
-// set its status (spec §3.1: only the service changes it) and its active flag (§3.2).
+// set its status (spec §3.1: only the service changes it) and its active flag (§3.2). The `client`
+// group also holds the partner's own commands (partner-client-commands.ts; see command-groups.ts).
 
 import { type Command, Option } from "commander";
 import { type AdminFlags, type AdminTarget, networkReason, resolveAdminTarget } from "./admin-client.ts";
+import { clientGroupDescription, commandGroup } from "./command-groups.ts";
 import { FailureError, UsageError } from "./errors.ts";
 import type { Env } from "./local-files.ts";
 import { emit, formatRecord, type OutputOptions } from "./output.ts";
@@ -124,11 +126,13 @@ function clientCommand(parent: Command, name: string, description: string): Comm
 }
 
 export function registerClientCommands(program: Command, env: Env): void {
-  const client = program
-    .command("client")
-    .description("compliance actions on partners' clients (through the admin API)");
+  const client = commandGroup(program, "client", clientGroupDescription);
 
-  clientCommand(client, "set-status", "set a client's verification status (only verified clients trade)")
+  clientCommand(
+    client,
+    "set-status",
+    "operator (admin API): set a client's verification status (only verified clients trade)",
+  )
     .addOption(
       new Option("--status <status>", "the new status").choices(clientStatuses).makeOptionMandatory(),
     )
@@ -139,7 +143,11 @@ export function registerClientCommands(program: Command, env: Env): void {
       emit(options, { ...updated }, () => formatClient(updated));
     });
 
-  clientCommand(client, "set-active", "block (false) or unblock (true) a client's trading and funding")
+  clientCommand(
+    client,
+    "set-active",
+    "operator (admin API): block (false) or unblock (true) a client's trading and funding",
+  )
     .addOption(
       new Option("--active <bool>", "the new active flag").choices(["true", "false"]).makeOptionMandatory(),
     )

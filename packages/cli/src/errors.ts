@@ -3,30 +3,38 @@
 
 export type ExitCode = 1 | 2;
 
+/**
+ * Fields added to the `error` object that --json prints, e.g. the service's status, code and msg
+ * for a refused partner request.
+ */
+export type ErrorDetails = Readonly<Record<string, unknown>>;
+
 export class CliError extends Error {
   readonly exitCode: ExitCode;
   readonly lines: readonly string[];
-  constructor(exitCode: ExitCode, lines: string | readonly string[]) {
+  readonly details: ErrorDetails;
+  constructor(exitCode: ExitCode, lines: string | readonly string[], details: ErrorDetails = {}) {
     const all = typeof lines === "string" ? [lines] : lines;
     super(all.join("\n"));
     this.name = "CliError";
     this.exitCode = exitCode;
     this.lines = all;
+    this.details = details;
   }
 }
 
 /** Bad input: exit 2. */
 export class UsageError extends CliError {
-  constructor(lines: string | readonly string[]) {
-    super(2, lines);
+  constructor(lines: string | readonly string[], details?: ErrorDetails) {
+    super(2, lines, details);
     this.name = "UsageError";
   }
 }
 
 /** Any other failure (service unreachable, refused credentials, 5xx): exit 1. */
 export class FailureError extends CliError {
-  constructor(lines: string | readonly string[]) {
-    super(1, lines);
+  constructor(lines: string | readonly string[], details?: ErrorDetails) {
+    super(1, lines, details);
     this.name = "FailureError";
   }
 }

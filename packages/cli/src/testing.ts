@@ -12,6 +12,7 @@ import type { TestContext } from "node:test";
 
 export const root = path.resolve(import.meta.dirname, "../../..");
 const mainTs = path.join(root, "packages/cli/src/main.ts");
+const demoTs = path.join(root, "scripts/demo.ts");
 
 export interface Run {
   code: number | null;
@@ -40,8 +41,17 @@ export function baseEnv(dataDir: string, extra: Record<string, string> = {}): No
 }
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return runScript(mainTs, args, env);
+}
+
+/** `npm run demo` (scripts/demo.ts) as a child process. */
+export function runDemo(env: NodeJS.ProcessEnv): Promise<Run> {
+  return runScript(demoTs, [], env);
+}
+
+function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [mainTs, ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       cwd: root,
       env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -95,7 +105,8 @@ async function waitForEndpoints(
   exited: () => boolean,
   log: () => string,
 ): Promise<{ partner_url: string; admin_url: string }> {
-  const deadline = Date.now() + 20_000;
+  // Generous, as runCli: a fresh PGlite folder runs initdb, which is slow on a loaded 2-core machine.
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (exited()) assert.fail(`the sandbox exited during start-up:\n${log()}`);
     try {
@@ -108,7 +119,7 @@ async function waitForEndpoints(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  assert.fail(`no endpoints.json with both URLs within 20 s:\n${log()}`);
+  assert.fail(`no endpoints.json with both URLs within 60 s:\n${log()}`);
 }
 
 /** A port on which nothing listens (bound, then released). */
@@ -129,21 +140,40 @@ export interface Sandbox {
   env: NodeJS.ProcessEnv;
   endpoints: { partner_url: string; admin_url: string };
   demo: { partner_id: string };
+  /** What the sandbox printed so far (stdout and stderr), for failure messages. */
+  log: () => string;
+}
+
+export interface SandboxOptions {
+  /** The price feed: manual (default; prices stay as seeded) or simulated (prices move every second). */
+  priceFeed?: "manual" | "simulated";
+  /** More of the service's configuration, e.g. PRICE_STALE_AFTER_S. */
+  env?: Record<string, string>;
 }
 
 /**
- * Starts `counterpart serve` on a fresh data folder (ephemeral ports, manual price feed) and waits
- * until it is listening. After the test it is stopped with SIGTERM, must exit 0, and its folder is
- * removed.
+ * Starts `counterpart serve` on a fresh data folder (ephemeral ports, manual price feed unless
+ * `options` say otherwise) and waits until it is listening. After the test it is stopped with
+ * SIGTERM, must exit 0, and its folder is removed.
  */
-export async function startSandbox(t: TestContext, prefix: string): Promise<Sandbox> {
+export async function startSandbox(
+  t: TestContext,
+  prefix: string,
+  options: SandboxOptions = {},
+): Promise<Sandbox> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const dataDir = path.join(tmp, "data");
 
   let serveLog = "";
   const sandbox = spawn(process.execPath, [mainTs, "serve"], {
     cwd: root,
-    env: baseEnv(dataDir, { PORT: "0", ADMIN_PORT: "0", PRICE_FEED: "manual", LOG_LEVEL: "warn" }),
+    env: baseEnv(dataDir, {
+      PORT: "0",
+      ADMIN_PORT: "0",
+      PRICE_FEED: options.priceFeed ?? "manual",
+      LOG_LEVEL: "warn",
+      ...options.env,
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   sandbox.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -162,15 +192,19 @@ export async function startSandbox(t: TestContext, prefix: string): Promise<Sand
     }),
   );
 
+  let started = false;
   t.after(async () => {
     try {
       if (exitCode === undefined) {
-        sandbox.kill("SIGTERM");
+        // A sandbox that never finished starting is only stopped; one that did must stop cleanly.
+        sandbox.kill(started ? "SIGTERM" : "SIGKILL");
         const timer = setTimeout(() => sandbox.kill("SIGKILL"), 10_000);
         await exited;
         clearTimeout(timer);
-        assert.equal(exitSignal, null, `the sandbox died of ${exitSignal}:\n${serveLog}`);
-        assert.equal(exitCode, 0, `the sandbox exited ${exitCode} on SIGTERM:\n${serveLog}`);
+        if (started) {
+          assert.equal(exitSignal, null, `the sandbox died of ${exitSignal}:\n${serveLog}`);
+          assert.equal(exitCode, 0, `the sandbox exited ${exitCode} on SIGTERM:\n${serveLog}`);
+        }
       }
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
@@ -182,8 +216,9 @@ export async function startSandbox(t: TestContext, prefix: string): Promise<Sand
     () => exitCode !== undefined,
     () => serveLog,
   );
+  started = true;
   const demo = JSON.parse(fs.readFileSync(path.join(dataDir, "demo-partner/partner.json"), "utf8")) as {
     partner_id: string;
   };
-  return { tmp, dataDir, env: baseEnv(dataDir), endpoints, demo };
+  return { tmp, dataDir, env: baseEnv(dataDir), endpoints, demo, log: () => serveLog };
 }

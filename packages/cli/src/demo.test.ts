@@ -1,0 +1,123 @@
+// `npm run demo` (scripts/demo.ts) as a user runs it right after `npm start`: against a sandbox
+// with the simulated price feed (prices move while it runs), twice at once (each run onboards its
+// own client); then with the pair's price pinned an hour in the past, so stale (4001, said
+// plainly); and with no sandbox running (one line saying to run `npm start` first, exit 1).
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { generateKeyPair } from "@counterpart/protocol";
+import { assertOk, baseEnv, closedPort, type Run, runCli, runDemo, startSandbox } from "./testing.ts";
+
+function assertExit(r: Run, code: number, sandboxLog = ""): void {
+  assert.equal(
+    r.code,
+    code,
+    `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}${sandboxLog === "" ? "" : `\nsandbox log:\n${sandboxLog}`}`,
+  );
+}
+
+/** Exit 1, nothing on stdout, one stderr line matching `pattern`. */
+function assertOneLineFailure(r: Run, pattern: RegExp): void {
+  assertExit(r, 1);
+  assert.equal(r.stdout, "");
+  const lines = r.stderr.split("\n").filter((l) => l !== "");
+  assert.equal(lines.length, 1, `one stderr line, got:\n${r.stderr}`);
+  assert.match(lines[0]!, pattern);
+}
+
+test("npm run demo", async (t) => {
+  const live = await startSandbox(t, "counterpart-demo-", { priceFeed: "simulated" });
+
+  await t.test("runs every step against the sandbox with the simulated feed, again and again", async () => {
+    const runs = await Promise.all([runDemo(live.env), runDemo(live.env)]);
+    const clients = runs.map((r) => {
+      assertExit(r, 0, live.log());
+      assert.equal(r.stderr, "");
+      const out = r.stdout;
+      assert.match(
+        out,
+        new RegExp(
+          `^Counterpart demo: partner ${live.demo.partner_id} at ${live.endpoints.partner_url}$`,
+          "m",
+        ),
+      );
+      const onboarded = /^1\. Onboarded client (demo-\S+) \(Amal Demo, .*\): verified, active$/m.exec(out);
+      assert.ok(onboarded, out);
+      assert.match(out, /^2\. Uploaded government_id document #\d+ \(government-id\.png, \d+ bytes\)$/m);
+      assert.match(out, /^3\. Deposited 50000\.00 AED: order ORD-\S+ completed; available 50000\.00 AED$/m);
+      assert.match(
+        out,
+        /^4\. Quoted a buy of 0\.05 BTC at [\d.]+ AED: [\d.]+ AED \+ fee [\d.]+ AED, valid \d+ s$/m,
+      );
+      assert.match(
+        out,
+        /^5\. Bought 0\.05 BTC for [\d.]+ AED plus fee [\d.]+ AED at [\d.]+, at the quoted price: order ORD-\S+ completed$/m,
+      );
+      assert.match(out, /^6\. Quoted a sell of 0\.02 BTC at /m);
+      assert.match(
+        out,
+        /^7\. Sold 0\.02 BTC for [\d.]+ AED less fee [\d.]+ AED at [\d.]+, at the quoted price: order ORD-\S+ completed$/m,
+      );
+      assert.match(out, /^8\. Withdrew 10000\.00 AED: order ORD-\S+ completed; available [\d.]+ AED$/m);
+      // Final balances: the non-zero ones (AED and the BTC kept), and their total.
+      assert.match(
+        out,
+        /^Final balances of demo-\S+:\n {2}ASSET +BALANCE +AVAILABLE +USD\n {2}AED +[\d.]+ +[\d.]+ +[\d.]+\n {2}BTC +0\.03 +0\.03 +[\d.]+\n {2}Total: [\d.]+ USD$/m,
+      );
+      const orders = /^Orders of demo-\S+:\n((?: {2}.*\n?)+)/m.exec(out);
+      assert.ok(orders, out);
+      const rows = orders[1]!.trimEnd().split("\n").slice(1);
+      assert.deepEqual(
+        rows.map((row) => row.trim().split(/ +/).slice(1, 3).join(" ")),
+        ["deposit completed", "buy completed", "sell completed", "withdrawal completed"],
+      );
+      return onboarded[1];
+    });
+    assert.notEqual(clients[0], clients[1], "each run onboards its own client");
+  });
+
+  await t.test("says so when the price is stale (4001)", async () => {
+    // The operator pins BTC-AED to prices taken an hour ago: older than PRICE_STALE_AFTER_S (60).
+    const at = new Date(Date.now() - 3_600_000).toISOString();
+    const pinned = await runCli(
+      ["price", "set", "BTC-AED", "--buy", "349250", "--sell", "348550", "--at", at],
+      live.env,
+    );
+    assertOk(pinned);
+    const r = await runDemo(live.env);
+    assertExit(r, 1, live.log());
+    assert.match(r.stdout, /^3\. Deposited 50000\.00 AED/m, `stderr: ${r.stderr}`);
+    const lines = r.stderr.split("\n").filter((l) => l !== "");
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /^demo: the buy quote failed with 4001 \(.*\): the BTC-AED price is stale/);
+  });
+
+  await t.test("without a running sandbox: one line saying to run npm start first", async (st) => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), "counterpart-demo-empty-"));
+    st.after(() => fs.rmSync(empty, { recursive: true, force: true }));
+    // A data folder a stopped sandbox left behind: its files are there, nothing listens.
+    const stopped = path.join(empty, "stopped");
+    fs.mkdirSync(path.join(stopped, "demo-partner"), { recursive: true });
+    const port = await closedPort();
+    fs.writeFileSync(
+      path.join(stopped, "endpoints.json"),
+      JSON.stringify({ partner_url: `http://127.0.0.1:${port}`, admin_url: null }),
+    );
+    fs.writeFileSync(
+      path.join(stopped, "demo-partner", "partner.json"),
+      JSON.stringify({ partner_id: live.demo.partner_id }),
+    );
+    fs.writeFileSync(path.join(stopped, "demo-partner", "private-key.pem"), generateKeyPair().privateKeyPem);
+
+    const [none, left] = await Promise.all([
+      runDemo(baseEnv(path.join(empty, "no-such-folder"))),
+      runDemo(baseEnv(stopped)),
+    ]);
+    for (const r of [none, left]) {
+      assertOneLineFailure(r, /^demo: the Counterpart sandbox is not running .*; run `npm start` first/);
+    }
+  });
+});
