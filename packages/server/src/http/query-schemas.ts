@@ -3,6 +3,7 @@
 
 import { Type } from "typebox";
 import { limits } from "../config/limits.ts";
+import { validationError } from "./http-error.ts";
 
 export const PageQuery = {
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
@@ -46,4 +47,16 @@ export function queryDatetime(value: string): string | null {
         : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   if (Number(offset.slice(1, 3)) > 23 || Number(offset.slice(4, 6)) > 59) return null;
   return `${y}-${mo}-${d} ${h}:${mi}:${s}.${frac.padEnd(6, "0")}${offset}`;
+}
+
+/** A from/to datetime query parameter as timestamptz text; a 422 at ["query", name] when unreadable. */
+export function datetimeParam(name: string, value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const parsed = queryDatetime(value);
+  if (parsed === null) {
+    throw validationError([
+      { loc: ["query", name], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
+    ]);
+  }
+  return parsed;
 }

@@ -6,7 +6,7 @@ import { Type } from "typebox";
 import type { ClientStatus } from "../../db/schema.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
-import { PageQuery, queryDatetime } from "../../http/query-schemas.ts";
+import { datetimeParam, PageQuery } from "../../http/query-schemas.ts";
 import { toFieldErrors } from "../../http/validation.ts";
 import { ClientSchema } from "./client-views.ts";
 import type { ClientsService } from "./clients-service.ts";
@@ -36,17 +36,6 @@ interface ListQueryType {
   to_datetime?: string;
   page?: number;
   page_size?: number;
-}
-
-function datetimeParam(name: "from_datetime" | "to_datetime", value: string | undefined): string | null {
-  if (value === undefined) return null;
-  const parsed = queryDatetime(value);
-  if (parsed === null) {
-    throw validationError([
-      { loc: ["query", name], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
-    ]);
-  }
-  return parsed;
 }
 
 /** The schema's errors, when the route validated with attachValidation; none otherwise. */

@@ -3,9 +3,9 @@
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
-import { HttpError, validationError } from "../../http/http-error.ts";
+import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
-import { DatetimeQuery, PageQuery, queryDatetime } from "../../http/query-schemas.ts";
+import { DatetimeQuery, datetimeParam, PageQuery } from "../../http/query-schemas.ts";
 import { OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
 import type { OrdersService } from "./orders-service.ts";
 
@@ -26,17 +26,6 @@ interface ListQueryType {
   to_datetime?: string;
   page?: number;
   page_size?: number;
-}
-
-function datetimeParam(name: "from_datetime" | "to_datetime", value: string | undefined): string | null {
-  if (value === undefined) return null;
-  const parsed = queryDatetime(value);
-  if (parsed === null) {
-    throw validationError([
-      { loc: ["query", name], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
-    ]);
-  }
-  return parsed;
 }
 
 export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void {
