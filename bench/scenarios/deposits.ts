@@ -28,7 +28,6 @@ import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
 import {
   type Cleanup,
   clockTicksPerSecond,
-  cpuTicks,
   fetchOnce,
   fixed,
   hostBusyTicks,
@@ -46,18 +45,9 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
+import { backendsOf, CpuSampler, intFromEnv, processTree, ticksOf } from "../proc.ts";
 
 const adminToken = "bench-admin-token-0123456789abcdef";
-
-function intFromEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return n;
-}
 
 function findPgbench(): string {
   const given = process.env.BENCH_PGBENCH;
@@ -78,101 +68,6 @@ function findPgbench(): string {
     if (fs.existsSync(candidate)) return candidate;
   }
   throw new Error("pgbench not found (set BENCH_PGBENCH, or install postgresql-client / postgresql-contrib)");
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU of process groups
-
-/** Parent of every process that /proc shows, and its title (cmdline, NULs as spaces). */
-function processTable(): { pid: number; ppid: number; title: string }[] {
-  const out: { pid: number; ppid: number; title: string }[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const title = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ").trim();
-      out.push({ pid: Number(entry), ppid, title });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
-
-/** `root` and all its descendants. */
-function processTree(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const p of processTable()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
-  const out: number[] = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
-    out.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return out;
-}
-
-function ticksOf(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      out.set(pid, cpuTicks(pid));
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
-
-/**
- * CPU ticks used by a changing set of processes over a window: sampled every 100 ms, so a process
- * that exits inside the window loses at most its last 100 ms (pgbench's backends exit with it).
- */
-class CpuSampler {
-  readonly #select: () => number[];
-  #base = new Map<number, number>();
-  readonly #last = new Map<number, number>();
-  #timer: NodeJS.Timeout | null = null;
-  #seen = 0;
-
-  constructor(select: () => number[]) {
-    this.#select = select;
-  }
-
-  start(): void {
-    this.#base = ticksOf(this.#select());
-    this.#last.clear();
-    for (const [pid, t] of this.#base) this.#last.set(pid, t);
-    this.#timer = setInterval(() => this.#sample(), 100);
-  }
-
-  #sample(): void {
-    for (const [pid, t] of ticksOf(this.#select())) this.#last.set(pid, t);
-    this.#seen = Math.max(this.#seen, this.#last.size);
-  }
-
-  /** Ticks used since start, and how many processes took part. */
-  stop(): { ticks: number; processes: number } {
-    this.#sample();
-    if (this.#timer !== null) clearInterval(this.#timer);
-    this.#timer = null;
-    let ticks = 0;
-    for (const [pid, t] of this.#last) ticks += t - (this.#base.get(pid) ?? 0);
-    return { ticks, processes: this.#seen };
-  }
-}
-
-/**
- * PostgreSQL backends connected to `dbName`: their titles read "postgres: [cluster: ]user db
- * host(port) state" (Debian sets cluster_name, e.g. "15/main").
- */
-function backendsOf(dbName: string): () => number[] {
-  const title = new RegExp(`^postgres: (?:\\S+: )?\\S+ ${dbName} `);
-  return () =>
-    processTable()
-      .filter((p) => title.test(p.title))
-      .map((p) => p.pid);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -246,7 +141,7 @@ async function pgbenchRun(
     "-n",
     url,
   ];
-  const sampler = new CpuSampler(backendsOf(dbName));
+  const sampler = new CpuSampler(() => backendsOf(dbName));
   const childrenBefore = reapedChildrenTicks();
   const hostBefore = hostBusyTicks();
   sampler.start();
@@ -376,7 +271,7 @@ export const deposits: Scenario = {
     process.stdout.write(`bench: deposits: warm-up ${ctx.warmupS} s with ${connections} connections\n`);
     const warm = ctx.warmupS > 0 ? await runLoad({ ...load, durationS: ctx.warmupS }) : null;
     const serverPids = processTree(service.child.pid);
-    const pgSampler = new CpuSampler(backendsOf(dbName));
+    const pgSampler = new CpuSampler(() => backendsOf(dbName));
     const statsBefore = await databaseStats(database.db, dbName);
     const hostBefore = hostBusyTicks();
     const treeBefore = ticksOf(serverPids);

@@ -17,7 +17,6 @@
 //   BENCH_CONNECTIONS   when set, replaces the 32 concurrent workers
 
 import crypto from "node:crypto";
-import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
@@ -27,7 +26,6 @@ import { openDatabase } from "../../packages/server/src/db/database.ts";
 import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
 import {
   clockTicksPerSecond,
-  cpuTicks,
   fixed,
   hostBusyTicks,
   loadNotes,
@@ -40,6 +38,7 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
+import { backendsOf, CpuSampler, intFromEnv, processTree } from "../proc.ts";
 
 const adminToken = "bench-admin-token-0123456789abcdef";
 const pair = "BTC-AED";
@@ -50,112 +49,6 @@ const fundingPerClient = "100000000";
 /** The feed is manual; the price is set again this often, well inside the 60 s staleness bound. */
 const priceRefreshMs = 15_000;
 const requestTimeoutMs = 10_000;
-
-function intFromEnv(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return n;
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU of process groups, from /proc
-
-/** Every process /proc shows: parent and title (cmdline, NULs as spaces). */
-function processTable(): { pid: number; ppid: number; title: string }[] {
-  const out: { pid: number; ppid: number; title: string }[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const title = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ").trim();
-      out.push({ pid: Number(entry), ppid, title });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
-
-/** `root` and all its descendants. */
-function processTree(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const p of processTable()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
-  const out: number[] = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
-    out.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return out;
-}
-
-/** PostgreSQL backends connected to `dbName` ("postgres: [cluster: ]user db host(port) state"). */
-function backendsOf(dbName: string): number[] {
-  const title = new RegExp(`^postgres: (?:\\S+: )?\\S+ ${dbName} `);
-  return processTable()
-    .filter((p) => title.test(p.title))
-    .map((p) => p.pid);
-}
-
-function ticksOf(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      out.set(pid, cpuTicks(pid));
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
-
-/**
- * CPU ticks of a changing set of processes over a window (the database's backends: a connection
- * pool opens more while the load runs). Sampled every 100 ms; a process that appears counts from
- * zero, one that exits loses at most its last 100 ms.
- */
-class CpuSampler {
-  readonly #select: () => number[];
-  #base = new Map<number, number>();
-  readonly #last = new Map<number, number>();
-  readonly #present = new Set<number>();
-  #timer: NodeJS.Timeout | null = null;
-
-  constructor(select: () => number[]) {
-    this.#select = select;
-  }
-
-  start(): void {
-    this.#base = ticksOf(this.#select());
-    this.#last.clear();
-    for (const [pid, t] of this.#base) this.#last.set(pid, t);
-    this.#timer = setInterval(() => this.#sample(), 100);
-  }
-
-  #sample(): void {
-    const now = ticksOf(this.#select());
-    this.#present.clear();
-    for (const [pid, t] of now) {
-      this.#last.set(pid, t);
-      this.#present.add(pid);
-    }
-  }
-
-  /** Ticks used since start, and how many processes exited meanwhile. */
-  stop(): { ticks: number; gone: number } {
-    this.#sample();
-    if (this.#timer !== null) clearInterval(this.#timer);
-    this.#timer = null;
-    let ticks = 0;
-    for (const [pid, t] of this.#last) ticks += t - (this.#base.get(pid) ?? 0);
-    return { ticks, gone: [...this.#last.keys()].filter((pid) => !this.#present.has(pid)).length };
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Signed requests over keep-alive connections
