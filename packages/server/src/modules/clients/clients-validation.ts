@@ -4,38 +4,23 @@
 // cannot say well: a phone that libphonenumber accepts, the employment table, and, on update, the
 // immutable fields. Both stages answer 422; nothing here touches the database.
 
-import type { FieldError } from "@counterpart/protocol";
+import {
+  accountPurposes,
+  type EmploymentStatus,
+  employmentStatuses,
+  type FieldError,
+} from "@counterpart/protocol";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { type Static, Type } from "typebox";
 import { limits } from "../../config/limits.ts";
-import type { ClientAddress, ClientEmployment, ClientStatus } from "../../db/schema.ts";
+import type { ClientAddress, ClientEmployment } from "../../db/schema.ts";
 
-export const clientStatuses = [
-  "verified",
-  "unverified",
-  "under_review",
-  "partially_verified",
-  "docs_under_review",
-  "not_supported",
-  "under_age",
-  "rejected",
-] as const satisfies readonly ClientStatus[];
-
-export const employmentStatuses = [
-  "employed",
-  "self_employed",
-  "unemployed",
-  "housewife",
-  "retired",
-] as const;
-export type EmploymentStatus = (typeof employmentStatuses)[number];
-
-export const accountPurposes = [
-  "short_term_trading",
-  "long_term_investment",
-  "converting_crypto_to_fiat",
-  "cross_border_transactions",
-] as const;
+export {
+  accountPurposes,
+  clientStatuses,
+  type EmploymentStatus,
+  employmentStatuses,
+} from "@counterpart/protocol";
 
 export const employmentFields = ["company", "job_industry", "job_level", "job_title"] as const;
 type EmploymentField = (typeof employmentFields)[number];

@@ -3,21 +3,14 @@
 // (never by its name or declared type), a JPEG, PNG, HEIC, HEIF or PDF. Every problem is a 422 at
 // ["body", field].
 
-import type { FieldError } from "@counterpart/protocol";
+import { documentTypes, type FieldError } from "@counterpart/protocol";
 import { fileTypeFromBuffer } from "file-type";
 import { limits } from "../../config/limits.ts";
 import type { DocumentContentType, DocumentType } from "../../db/schema.ts";
 import { checkString } from "../../http/body-parsing.ts";
 import type { MultipartFailure, MultipartField, MultipartFile } from "../../http/multipart.ts";
 
-export const documentTypes = [
-  "government_id",
-  "proof_of_address",
-  "residency_visa",
-  "source_of_funds",
-  "bank_statement",
-  "inquiry_report",
-] as const satisfies readonly DocumentType[];
+export { documentTypes } from "@counterpart/protocol";
 
 export const acceptedTypes: readonly DocumentContentType[] = [
   "image/jpeg",

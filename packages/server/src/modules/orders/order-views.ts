@@ -1,36 +1,12 @@
 // The order as partners see it (spec §2.3): one shape for every type, decimals as strings.
 
-import { formatDecimal } from "@counterpart/protocol";
+import { formatDecimal, orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 import type { Selectable } from "kysely";
 import { Type } from "typebox";
 import { moneyFromPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 
-export const orderTypes = ["deposit", "withdrawal", "buy", "sell"] as const;
-export const orderSources = [
-  "bank",
-  "card",
-  "blockchain",
-  "referral",
-  "bonus",
-  "market",
-  "limit",
-  "fee",
-  "entity_change",
-  "platform_specific",
-] as const;
-export const orderStatuses = [
-  "new",
-  "open",
-  "pending",
-  "processing",
-  "completed",
-  "expired",
-  "queued_cancel",
-  "canceled",
-  "rejected",
-  "failed",
-] as const;
+export { orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 
 const Decimal = Type.String({ description: "decimal string (may use scientific notation)" });
 const NullableDecimal = Type.Union([Decimal, Type.Null()]);
