@@ -18,9 +18,10 @@ import path from "node:path";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
+import { parse } from "./scenarios/parse.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, deposits, trading];
+const scenarios = [foundation, deposits, trading, parse];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
