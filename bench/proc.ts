@@ -1,8 +1,10 @@
 // CPU of groups of processes, read from /proc: a process tree (the service and its workers) and a
 // database's backends (which a connection pool opens and closes while the load runs).
 
+import crypto from "node:crypto";
 import fs from "node:fs";
-import { cpuTicks } from "./lib.ts";
+import pg from "pg";
+import { type Cleanup, cpuTicks } from "./lib.ts";
 
 export function intFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -110,4 +112,36 @@ export class CpuSampler {
     const gone = [...this.#last.keys()].filter((pid) => !this.#present.has(pid)).length;
     return { ticks, processes: this.#seen, gone };
   }
+}
+
+/**
+ * A database of its own on the local PostgreSQL (BENCH_DATABASE_URL names the server), dropped by
+ * `cleanup` whatever happens.
+ */
+export async function freshBenchDatabase(cleanup: Cleanup): Promise<{ dbName: string; databaseUrl: string }> {
+  const serverUrl = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+  const dbName = `counterpart_bench_${Date.now()}_${crypto.randomBytes(3).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  try {
+    await admin.connect();
+  } catch (err) {
+    throw new Error(`cannot reach PostgreSQL at ${serverUrl}: ${(err as Error).message}`);
+  }
+  try {
+    await admin.query(`CREATE DATABASE ${dbName}`);
+  } finally {
+    await admin.end();
+  }
+  cleanup.add(`drop database ${dbName}`, async () => {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    try {
+      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  });
+  const url = new URL(serverUrl);
+  url.pathname = `/${dbName}`;
+  return { dbName, databaseUrl: url.toString() };
 }

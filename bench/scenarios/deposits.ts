@@ -21,7 +21,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { generateKeyPair } from "@counterpart/protocol";
 import { sql } from "kysely";
-import pg from "pg";
 import { type Db, openDatabase } from "../../packages/server/src/db/database.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
 import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
@@ -45,7 +44,7 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
-import { backendsOf, CpuSampler, intFromEnv, processTree, ticksOf } from "../proc.ts";
+import { backendsOf, CpuSampler, freshBenchDatabase, intFromEnv, processTree, ticksOf } from "../proc.ts";
 
 const adminToken = "bench-admin-token-0123456789abcdef";
 
@@ -185,33 +184,7 @@ export const deposits: Scenario = {
     const workers = intFromEnv("BENCH_WORKERS", 2, 1, 64);
     const clientCount = intFromEnv("BENCH_CLIENTS", 64, 1, 100_000);
     const pgbench = findPgbench();
-    const serverUrl = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-
-    // A database of its own, dropped at the end whatever happens.
-    const dbName = `counterpart_bench_${Date.now()}_${crypto.randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: serverUrl });
-    try {
-      await admin.connect();
-    } catch (err) {
-      throw new Error(`cannot reach PostgreSQL at ${serverUrl}: ${(err as Error).message}`);
-    }
-    try {
-      await admin.query(`CREATE DATABASE ${dbName}`);
-    } finally {
-      await admin.end();
-    }
-    ctx.cleanup.add(`drop database ${dbName}`, async () => {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    });
-    const dbUrl = new URL(serverUrl);
-    dbUrl.pathname = `/${dbName}`;
-    const databaseUrl = dbUrl.toString();
+    const { dbName, databaseUrl } = await freshBenchDatabase(ctx.cleanup);
     process.stdout.write(`bench: database ${dbName}; pgbench ${pgbench}\n`);
 
     const service = await startService(ctx.cleanup, {

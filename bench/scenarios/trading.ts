@@ -21,7 +21,6 @@ import http from "node:http";
 import path from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { formatDecimal, generateKeyPair, parseDecimal, signRequest } from "@counterpart/protocol";
-import pg from "pg";
 import { openDatabase } from "../../packages/server/src/db/database.ts";
 import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
 import {
@@ -38,7 +37,7 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
-import { backendsOf, CpuSampler, intFromEnv, processTree } from "../proc.ts";
+import { backendsOf, CpuSampler, freshBenchDatabase, intFromEnv, processTree } from "../proc.ts";
 
 const adminToken = "bench-admin-token-0123456789abcdef";
 const pair = "BTC-AED";
@@ -272,33 +271,7 @@ export const trading: Scenario = {
     const workersLoop = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
     const apiProcesses = intFromEnv("BENCH_WORKERS", 2, 1, 64);
     const clientCount = intFromEnv("BENCH_CLIENTS", 64, 1, 100_000);
-    const serverUrl = process.env.BENCH_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-
-    // A database of its own, dropped at the end whatever happens.
-    const dbName = `counterpart_bench_${Date.now()}_${crypto.randomBytes(3).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: serverUrl });
-    try {
-      await admin.connect();
-    } catch (err) {
-      throw new Error(`cannot reach PostgreSQL at ${serverUrl}: ${(err as Error).message}`);
-    }
-    try {
-      await admin.query(`CREATE DATABASE ${dbName}`);
-    } finally {
-      await admin.end();
-    }
-    ctx.cleanup.add(`drop database ${dbName}`, async () => {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    });
-    const dbUrl = new URL(serverUrl);
-    dbUrl.pathname = `/${dbName}`;
-    const databaseUrl = dbUrl.toString();
+    const { dbName, databaseUrl } = await freshBenchDatabase(ctx.cleanup);
     process.stdout.write(`bench: database ${dbName}\n`);
 
     const service = await startService(ctx.cleanup, {

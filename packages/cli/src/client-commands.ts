@@ -3,6 +3,7 @@
 // set its status (spec §3.1: only the service changes it) and its active flag (§3.2). The `client`
 // group also holds the partner's own commands (partner-client-commands.ts; see command-groups.ts).
 
+import { clientStatuses } from "@counterpart/protocol";
 import { type Command, Option } from "commander";
 import { type AdminFlags, type AdminTarget, networkReason, resolveAdminTarget } from "./admin-client.ts";
 import { clientGroupDescription, commandGroup } from "./command-groups.ts";
@@ -10,18 +11,6 @@ import { FailureError, UsageError } from "./errors.ts";
 import type { Env } from "./local-files.ts";
 import { emit, formatRecord, type OutputOptions } from "./output.ts";
 import { adminOptions } from "./partner-commands.ts";
-
-/** Spec §3.1. */
-export const clientStatuses = [
-  "verified",
-  "unverified",
-  "under_review",
-  "partially_verified",
-  "docs_under_review",
-  "not_supported",
-  "under_age",
-  "rejected",
-] as const;
 
 /** How long one admin call may take before the CLI gives up. */
 const requestTimeoutMs = 30_000;
