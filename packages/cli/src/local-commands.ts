@@ -41,7 +41,9 @@ export function registerLocalCommands(program: Command, env: Env): void {
       const write = process.stdout.write;
       if (options.json) process.stdout.write = (() => true) as typeof process.stdout.write;
       try {
-        running = await server.runServer(env);
+        const starting = server.runServer(env);
+        server.closeOnSignals(starting);
+        running = await starting;
       } catch (err) {
         throw translate(server, err);
       } finally {
@@ -50,7 +52,6 @@ export function registerLocalCommands(program: Command, env: Env): void {
       if (options.json) {
         printJson({ status: "listening", partner_url: running.partnerUrl, admin_url: running.adminUrl });
       }
-      server.closeOnSignals(running);
       await new Promise<never>(() => {});
     });
 

@@ -131,6 +131,31 @@ describe("the sandbox process", () => {
     }
   });
 
+  test("SIGTERM while the service is still starting stops it gracefully once started", async () => {
+    const fresh = tempDataDir();
+    try {
+      const p = spawnServe({
+        DATA_DIR: fresh,
+        PORT: "0",
+        ADMIN_PORT: "0",
+        PRICE_FEED: "manual",
+        LOG_LEVEL: "info",
+      });
+      // The migrations are logged before the listeners open: the signal lands mid-start.
+      for (let i = 0; i < 600 && !p.output().includes("migrations applied"); i++) {
+        if (p.child.exitCode !== null) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(p.output(), /migrations applied/);
+      p.child.kill("SIGTERM");
+      assert.equal(await exitOf(p.child), 0, p.output());
+      assert.match(p.output(), /stopped on SIGTERM/);
+      assert.equal(fs.existsSync(path.join(fresh, "pglite", "counterpart.lock")), false);
+    } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
   test("bad configuration exits 2 with one line per bad value and no stack trace", async () => {
     const bad = spawnServe({ DATA_DIR: dataDir, PORT: "99999", LOG_LEVEL: "chatty" });
     assert.equal(await exitOf(bad.child), 2);

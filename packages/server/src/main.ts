@@ -222,8 +222,12 @@ function printBanner(
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** Runs until SIGTERM or SIGINT, then closes listeners (in-flight requests finish) and the store. */
-export function closeOnSignals(server: RunningServer): void {
+/**
+ * Runs until SIGTERM or SIGINT, then closes listeners (in-flight requests finish) and the store.
+ * Call it with the start promise, before the service listens: a signal that arrives while it is
+ * still starting waits for the start and then stops it gracefully, instead of killing the process.
+ */
+export function closeOnSignals(starting: Promise<RunningServer>): void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) return;
@@ -233,16 +237,18 @@ export function closeOnSignals(server: RunningServer): void {
       process.exit(1);
     }, limits.shutdownGraceMs);
     force.unref();
-    server.close().then(
-      () => {
-        process.stderr.write(`counterpart: stopped on ${signal}\n`);
-        process.exit(0);
-      },
-      (err: unknown) => {
-        process.stderr.write(`counterpart: error while stopping: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
+    starting
+      .then((server) => server.close())
+      .then(
+        () => {
+          process.stderr.write(`counterpart: stopped on ${signal}\n`);
+          process.exit(0);
+        },
+        (err: unknown) => {
+          process.stderr.write(`counterpart: error while stopping: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
