@@ -29,13 +29,21 @@ export function pgConstraint(err: unknown): string | undefined {
   return typeof err === "object" && err !== null ? (err as { constraint?: string }).constraint : undefined;
 }
 
-export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return withRetries(() => db.transaction().execute(work));
+}
+
+/**
+ * Runs `attempt` (a transaction, or one statement that is its own transaction) again on a
+ * serialisation failure or a deadlock, a bounded number of times.
+ */
+export async function withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 0; ; n++) {
     try {
-      return await db.transaction().execute(work);
+      return await attempt();
     } catch (err) {
       if (!isRetryable(err)) throw err;
-      if (attempt >= limits.transactionRetriesMax) throw new ServiceUnavailableError(err);
+      if (n >= limits.transactionRetriesMax) throw new ServiceUnavailableError(err);
     }
   }
 }

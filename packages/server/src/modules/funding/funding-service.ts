@@ -5,11 +5,10 @@
 import type { ErrorName, FieldError } from "@counterpart/protocol";
 import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
-import { moneyToPg } from "../../db/numeric.ts";
-import { inTransaction, pgConstraint, pgErrorCode } from "../../db/transaction.ts";
+import { pgConstraint, pgErrorCode, withRetries } from "../../db/transaction.ts";
 import { judgeClient } from "../clients/client-check.ts";
-import { houseSlot, type Leg, postLegs } from "../ledger/ledger-store.ts";
-import { insertOrder, type OrderView, orderView } from "../orders/index.ts";
+import { fundOrder, insufficientFundsCode } from "../ledger/ledger-store.ts";
+import { type OrderView, orderView } from "../orders/index.ts";
 
 export interface FundingRequest {
   partnerClientId: string;
@@ -34,15 +33,6 @@ export function decimalPlacesError(loc: (string | number)[], decimalPlaces: numb
     msg: `Decimal input should have no more than ${decimalPlaces} decimal place${decimalPlaces === 1 ? "" : "s"}`,
     type: "decimal_max_places",
   };
-}
-
-/** Carries an expected failure out of a transaction so that it rolls back. */
-class Abort extends Error {
-  readonly errorName: ErrorName;
-  constructor(name: ErrorName) {
-    super(name);
-    this.errorName = name;
-  }
 }
 
 export function isDuplicateRef(err: unknown): boolean {
@@ -128,51 +118,22 @@ export class FundingService {
       (type === "deposit" ? asset.depositable : asset.withdrawable);
     if (!usable) return { ok: false, error: "invalid_asset" };
 
-    const amount = moneyToPg(req.amount);
-    const clientLeg: Leg = {
-      kind: "client",
-      clientId: client.client.id,
-      assetId: req.assetId,
-      amount: req.amount,
-    };
-    const omnibusLeg: Leg = { kind: "omnibus", clientId: null, assetId: req.assetId, amount: -req.amount };
-    if (type === "withdrawal") {
-      clientLeg.amount = -req.amount;
-      omnibusLeg.amount = req.amount;
-    }
+    // The order, its postings and both balances in one statement (fund_order, migration 0008).
     try {
-      const row = await inTransaction(this.#db, async (tx) => {
-        // The order row goes in first: a concurrent request with the same reference waits on the
-        // unique index and then fails with 2020, whatever this one does to the balance.
-        const order = await insertOrder(tx, {
-          partner_id: partnerId,
-          client_id: client.client.id,
-          partner_order_ref: req.partnerOrderRef,
-          type,
-          source: "bank",
-          status: "completed",
-          price: null,
-          debit: type === "deposit" ? amount : null,
-          debit_asset_id: type === "deposit" ? req.assetId : null,
-          credit: type === "withdrawal" ? amount : null,
-          credit_asset_id: type === "withdrawal" ? req.assetId : null,
-          fee: "0",
-          fee_asset_id: req.assetId,
-          vat: "0",
-        });
-        const posted = await postLegs(
-          tx,
+      const row = await withRetries(() =>
+        fundOrder(this.#db, {
           partnerId,
-          order.id,
-          [clientLeg, omnibusLeg],
-          houseSlot(client.client.id),
-        );
-        if (!posted.ok) throw new Abort("insufficient_funds_for_payment");
-        return order;
-      });
+          clientId: client.client.id,
+          ref: req.partnerOrderRef,
+          type,
+          assetId: req.assetId,
+          amount: req.amount,
+        }),
+      );
       return { ok: true, order: orderView({ ...row, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
-      if (err instanceof Abort) return { ok: false, error: err.errorName };
+      if (pgErrorCode(err) === insufficientFundsCode)
+        return { ok: false, error: "insufficient_funds_for_payment" };
       if (isDuplicateRef(err)) return { ok: false, error: "duplicate_order_ref" };
       throw err;
     }

@@ -2,10 +2,10 @@
 // transaction, and recomputes balances from postings for the ledger check. Balances change with
 // single guarded statements, never read-modify-write in application memory.
 
-import { sql } from "kysely";
+import { type Selectable, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
-import type { AccountKind } from "../../db/schema.ts";
+import type { AccountKind, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 
 export interface Leg {
@@ -30,7 +30,8 @@ export function houseSlot(clientId: number): number {
 const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_revenue: 2, vat_payable: 3 };
 
 /**
- * Applies `legs` for one order. Legs must balance per asset (a programming error otherwise). A
+ * Applies `legs` for one order, in the caller's transaction, with one call of the database's
+ * post_legs() (migration 0008). Legs must balance per asset (a programming error otherwise). A
  * client leg that would take the available balance below zero fails the whole post, and nothing
  * has been written when it does: with several client legs (a trade), the client's accounts are
  * first locked in asset order and every debit is checked against them; a single client leg (a
@@ -44,79 +45,70 @@ export async function postLegs(
   legs: readonly Leg[],
   slot: number,
 ): Promise<PostResult> {
+  const ordered = orderLegs(legs, slot);
+  const { rows } = await sql<{ posted: boolean }>`
+    SELECT post_legs(${partnerId}, ${orderId}, ${slot}::smallint, ${ordered.map((l) => l.kind)}::text[],
+                     ${ordered.map((l) => l.clientId)}::bigint[], ${ordered.map((l) => l.assetId)}::text[],
+                     ${ordered.map((l) => moneyToPg(l.amount))}::numeric[]) AS posted
+  `.execute(tx);
+  return rows[0]?.posted === true ? { ok: true } : { ok: false, error: "insufficient_funds" };
+}
+
+/**
+ * Checks an order's legs (they balance per asset; client legs have a client, and one client at
+ * most; no zero) and puts them in lock order: client accounts by asset, then house accounts by kind
+ * and asset. Throws on a programming error.
+ */
+export function orderLegs(legs: readonly Leg[], slot: number): Leg[] {
   if (!Number.isInteger(slot) || slot < 0 || slot >= houseSlots) throw new Error(`bad house slot ${slot}`);
   const sums = new Map<string, bigint>();
+  let client: number | null = null;
   for (const leg of legs) {
     if (leg.amount === 0n) throw new Error("a posting of zero");
     if ((leg.kind === "client") !== (leg.clientId !== null))
       throw new Error("client legs need a client, house legs none");
+    if (leg.clientId !== null) {
+      if (client !== null && client !== leg.clientId) throw new Error("one order, one client");
+      client = leg.clientId;
+    }
     sums.set(leg.assetId, (sums.get(leg.assetId) ?? 0n) + leg.amount);
   }
   for (const [asset, sum] of sums) if (sum !== 0n) throw new Error(`legs do not balance in ${asset}: ${sum}`);
-
-  const ordered = [...legs].sort(
+  return [...legs].sort(
     (a, b) =>
       kindRank[a.kind] - kindRank[b.kind] || (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0),
   );
-  const clientLegs = ordered.filter((l) => l.kind === "client");
-  if (clientLegs.length > 1 && clientLegs.some((l) => l.amount < 0n)) {
-    const clientId = clientLegs[0]!.clientId!;
-    if (clientLegs.some((l) => l.clientId !== clientId)) throw new Error("one order, one client");
-    const { rows } = await sql<{ asset_id: string; available: string }>`
-      SELECT asset_id, (balance - held)::numeric(38, 8)::text AS available FROM accounts
-      WHERE kind = 'client' AND partner_id = ${partnerId} AND client_id = ${clientId}
-        AND asset_id IN (${sql.join(clientLegs.map((l) => l.assetId))})
-      ORDER BY asset_id
-      FOR UPDATE
-    `.execute(tx);
-    const available = new Map(rows.map((r) => [r.asset_id, moneyFromPg(r.available)]));
-    for (const leg of clientLegs) {
-      if (leg.amount < 0n && (available.get(leg.assetId) ?? 0n) + leg.amount < 0n) {
-        return { ok: false, error: "insufficient_funds" };
-      }
-    }
-  }
-  const postings: { order_id: number; account_id: number; asset_id: string; amount: string }[] = [];
-  for (const leg of ordered) {
-    const amount = moneyToPg(leg.amount);
-    let accountId: number | undefined;
-    if (leg.kind === "client" && leg.amount < 0n) {
-      const row = await tx
-        .updateTable("accounts")
-        .set({ balance: sql`balance + ${amount}::numeric` })
-        .where("kind", "=", "client")
-        .where("partner_id", "=", partnerId)
-        .where("client_id", "=", leg.clientId)
-        .where("asset_id", "=", leg.assetId)
-        .where(sql<boolean>`balance - held + ${amount}::numeric >= 0`)
-        .returning("id")
-        .executeTakeFirst();
-      if (row === undefined) return { ok: false, error: "insufficient_funds" };
-      accountId = row.id;
-    } else {
-      const row = await tx
-        .insertInto("accounts")
-        .values({
-          kind: leg.kind,
-          partner_id: partnerId,
-          client_id: leg.clientId,
-          asset_id: leg.assetId,
-          balance: amount,
-          slot: leg.kind === "client" ? 0 : slot,
-        })
-        .onConflict((oc) =>
-          oc
-            .constraint("accounts_owner_key")
-            .doUpdateSet({ balance: sql`accounts.balance + excluded.balance` }),
-        )
-        .returning("id")
-        .executeTakeFirstOrThrow();
-      accountId = row.id;
-    }
-    postings.push({ order_id: orderId, account_id: accountId, asset_id: leg.assetId, amount });
-  }
-  await tx.insertInto("postings").values(postings).execute();
-  return { ok: true };
+}
+
+/** The SQLSTATE fund_order() raises when a withdrawal's available balance does not cover it. */
+export const insufficientFundsCode = "CP001";
+
+export interface FundingOrder {
+  partnerId: string;
+  clientId: number;
+  ref: string;
+  type: "deposit" | "withdrawal";
+  assetId: string;
+  /** > 0, at scale 8 */
+  amount: bigint;
+}
+
+/**
+ * Records a completed bank deposit or withdrawal and posts it (the client's account against the
+ * partner's omnibus account in the client's house slot) in one statement, with the database's
+ * fund_order() (migration 0008). Throws the database's error: SQLSTATE `insufficientFundsCode` for
+ * a withdrawal the available balance does not cover, 23505 on orders_partner_order_ref_key for a
+ * reference already taken. Nothing is written when it throws.
+ */
+export async function fundOrder(db: Db | Tx, order: FundingOrder): Promise<Selectable<OrdersTable>> {
+  const { rows } = await sql<Selectable<OrdersTable>>`
+    SELECT * FROM fund_order(${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
+                             ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
+                             ${houseSlot(order.clientId)}::smallint)
+  `.execute(db);
+  const row = rows[0];
+  if (row === undefined) throw new Error("fund_order returned no order");
+  return row;
 }
 
 export interface ClientBalanceRow {

@@ -210,6 +210,109 @@ describe("ledger", () => {
     );
   });
 
+  test("keys say more than existence: an order's client is its partner's, a posting's asset is its account's", async () => {
+    const db = ctx.services.database.db;
+    const other = await ctx.addPartner({ name: "Partner of the key test" });
+    const client = await insertClient(db, ctx.partner.id, 4);
+    const before = await ledgerRows();
+    // Another partner's order for this partner's client.
+    await assert.rejects(
+      sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id, fee_asset_id)
+          VALUES (${other.id}, ${client.id}, 'foreign-client', 'deposit', 'bank', 'completed', 1, 'EUR', 'EUR')`.execute(
+        db,
+      ),
+      /orders_client_fkey/,
+    );
+    // Balanced postings, one of them on an account of another asset.
+    const dep = await ctx.services.funding.deposit(ctx.partner.id, {
+      partnerClientId: client.partnerClientId,
+      assetId: "EUR",
+      amount: 100_000_000n,
+      partnerOrderRef: "keys",
+    });
+    assert.ok(dep.ok);
+    const afterDeposit = await ledgerRows();
+    const accounts = await db
+      .selectFrom("accounts")
+      .select(["id", "kind"])
+      .where("partner_id", "=", ctx.partner.id)
+      .where("asset_id", "=", "EUR")
+      .execute();
+    const clientAccount = accounts.find((a) => a.kind === "client")!.id;
+    const house = accounts.find((a) => a.kind === "omnibus")!.id;
+    await assert.rejects(
+      sql`INSERT INTO postings (order_id, account_id, asset_id, amount)
+          VALUES (${dep.order.id}, ${clientAccount}, 'USD', 1), (${dep.order.id}, ${house}, 'USD', -1)`.execute(
+        db,
+      ),
+      /postings_account_fkey/,
+    );
+    assert.deepEqual(await ledgerRows(), afterDeposit);
+    assert.notDeepEqual(afterDeposit, before);
+    assert.deepEqual(await checkLedger(db), []);
+  });
+
+  test("postings balance per order and asset in every statement, and are never updated or deleted", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 5);
+    const deposit = async (ref: string) => {
+      const r = await ctx.services.funding.deposit(ctx.partner.id, {
+        partnerClientId: client.partnerClientId,
+        assetId: "EUR",
+        amount: 100_000_000n,
+        partnerOrderRef: ref,
+      });
+      assert.ok(r.ok);
+      return r.order.id;
+    };
+    const first = await deposit("append-1");
+    const second = await deposit("append-2");
+    const accounts = await db
+      .selectFrom("accounts")
+      .select(["id", "kind"])
+      .where("partner_id", "=", ctx.partner.id)
+      .where("asset_id", "=", "EUR")
+      .where((eb) => eb.or([eb("client_id", "=", client.id), eb("kind", "=", "omnibus")]))
+      .execute();
+    const clientAccount = accounts.find((a) => a.kind === "client")!.id;
+    const house = accounts.find((a) => a.kind === "omnibus")!.id;
+    const before = await ledgerRows();
+    // The statement sums to zero, but each order alone does not.
+    await assert.rejects(
+      sql`INSERT INTO postings (order_id, account_id, asset_id, amount)
+          VALUES (${first}, ${clientAccount}, 'EUR', 1), (${second}, ${house}, 'EUR', -1)`.execute(db),
+      /do not balance/,
+    );
+    // Two statements that balance only together: each is refused on its own.
+    await assert.rejects(
+      inTransaction(db, async (tx) => {
+        await sql`INSERT INTO postings (order_id, account_id, asset_id, amount) VALUES (${first}, ${clientAccount}, 'EUR', 1)`.execute(
+          tx,
+        );
+        await sql`INSERT INTO postings (order_id, account_id, asset_id, amount) VALUES (${first}, ${house}, 'EUR', -1)`.execute(
+          tx,
+        );
+      }),
+      /do not balance/,
+    );
+    await assert.rejects(
+      sql`UPDATE postings SET amount = amount * 2 WHERE order_id = ${first}`.execute(db),
+      /append-only/,
+    );
+    await assert.rejects(sql`DELETE FROM postings WHERE order_id = ${first}`.execute(db), /append-only/);
+    assert.deepEqual(await ledgerRows(), before);
+    assert.deepEqual(await checkLedger(db), []);
+  });
+
+  async function ledgerRows(): Promise<string> {
+    const { rows } = await sql<{ t: string }>`
+      SELECT coalesce((SELECT string_agg(p::text, ';' ORDER BY p.id) FROM postings p), '') || '|' ||
+             coalesce((SELECT string_agg(a::text, ';' ORDER BY a.id) FROM accounts a), '') || '|' ||
+             coalesce((SELECT string_agg(o::text, ';' ORDER BY o.id) FROM orders o), '') AS t
+    `.execute(ctx.services.database.db);
+    return rows[0]!.t;
+  }
+
   test("a duplicate (partner, partner_order_ref) is refused by the database", async () => {
     const db = ctx.services.database.db;
     const client = await insertClient(db, ctx.partner.id, 3);
