@@ -284,6 +284,81 @@ describe("signature authentication", () => {
     assert.equal((await ctx.app.inject({ method: "GET", url, headers: g })).statusCode, 200);
   });
 
+  test("a disable, a new key or a new allow-list holds from the next POST, though the process keeps credentials", async () => {
+    // The changes go through the partners service, which tells the app's authenticator nothing:
+    // what holds here holds for another process's authenticator too.
+    const p = await ctx.addPartner({ allowIps: ["127.0.0.1/32", "10.9.0.0/16"] });
+    const post = (
+      signer: { id: string; privateKeyPem: string; publicKeyPem: string },
+      remoteAddress?: string,
+    ) =>
+      ctx.signed({
+        method: "POST",
+        url: "/v1/partner/nothing-here",
+        body: { n: 1 },
+        partner: signer,
+        ...(remoteAddress === undefined ? {} : { remoteAddress }),
+      });
+    const recorded = async () =>
+      Number(
+        (
+          await ctx.services.database.db
+            .selectFrom("used_signatures")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("partner_id", "=", p.id)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    // Accepted by authentication: the unknown route answers 404, and the signature is recorded.
+    assert.equal((await post(p)).statusCode, 404);
+    assert.equal((await post(p)).statusCode, 404);
+    assert.equal(await recorded(), 2);
+
+    await ctx.services.partners.setActive(p.id, false);
+    assertUnauthorized(await post(p), "disabled since the last request");
+    assert.equal(await recorded(), 2, "a refused request records nothing");
+    await ctx.services.partners.setActive(p.id, true);
+    assert.equal((await post(p)).statusCode, 404, "enabled again");
+    assert.equal(await recorded(), 3);
+
+    const next = generateKeyPair();
+    const rotated = { ...p, privateKeyPem: next.privateKeyPem, publicKeyPem: next.publicKeyPem };
+    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem)).ok);
+    assert.equal((await post(rotated)).statusCode, 404, "the new key, first request after the change");
+    assertUnauthorized(await post(p), "the old key");
+    assert.equal((await post(rotated)).statusCode, 404, "the new key again");
+    assert.equal(await recorded(), 5);
+
+    assert.ok((await ctx.services.partners.setIps(p.id, ["10.9.0.0/16"])).ok);
+    assertUnauthorized(await post(rotated, "127.0.0.1"), "an address no longer listed");
+    assert.equal((await post(rotated, "10.9.1.1")).statusCode, 404, "an address still listed");
+    assert.equal(await recorded(), 6);
+
+    // A key changed back and forth between two requests, and a replay after the change.
+    assert.ok((await ctx.services.partners.setKey(p.id, p.publicKeyPem)).ok);
+    assertUnauthorized(await post(rotated, "10.9.1.1"), "the key replaced");
+    const body = JSON.stringify({ n: 2 });
+    const sig = signRequest({
+      partnerId: p.id,
+      privateKey: p.privateKeyPem,
+      method: "POST",
+      target: "/v1/partner/nothing-here",
+      body,
+      nowMs: ctx.clock.nowMs(),
+    });
+    const send = () =>
+      ctx.app.inject({
+        method: "POST",
+        url: "/v1/partner/nothing-here",
+        headers: { ...sig, "content-type": "application/json" },
+        payload: body,
+        remoteAddress: "10.9.1.1",
+      });
+    assert.equal((await send()).statusCode, 404);
+    assertUnauthorized(await send(), "replay");
+    assert.equal(await recorded(), 7);
+  });
+
   test("duplicate auth headers are a 401", async () => {
     const h = headers();
     const res = await ctx.app.inject({

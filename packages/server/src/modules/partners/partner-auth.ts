@@ -18,7 +18,7 @@ import { limits } from "../../config/limits.ts";
 import type { Db } from "../../db/database.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Clock } from "../../platform/clock.ts";
-import { findPartner, recordSignature } from "./partners-store.ts";
+import { type PartnerCredentials, readCredentials } from "./partners-store.ts";
 
 export type AuthFailureCause =
   | "missing_header"
@@ -33,7 +33,8 @@ export type AuthFailureCause =
   | "no_public_key"
   | "ip_not_allowed"
   | "signature_mismatch"
-  | "replay";
+  | "replay"
+  | "partner_changing";
 
 export type AuthResult = { ok: true; partnerId: string } | { ok: false; cause: AuthFailureCause };
 
@@ -58,6 +59,8 @@ export class PartnerAuthenticator {
   readonly #db: Db;
   readonly #clock: Clock;
   readonly #keys = new Map<string, KeyObject>();
+  /** The credentials last read per partner id; checked against the row by every request. */
+  readonly #credentials = new Map<string, PartnerCredentials>();
   readonly #allowLists = new Map<string, Cidr[]>();
   readonly #standInKey: KeyObject;
 
@@ -85,24 +88,73 @@ export class PartnerAuthenticator {
     const path = canonicalPath(req.target);
     if (path === null) return fail("bad_path");
 
-    const partner = await findPartner(this.#db, partnerId.toLowerCase());
-    const key = partner?.public_key_pem ? this.#key(partner.public_key_pem) : null;
+    const id = partnerId.toLowerCase();
     const canonical = canonicalString({ timestamp, method: req.method, path, body: req.body ?? "" });
-    // Verify even when the partner is unknown, so the time taken does not say which it was.
-    const verified = verifySignature(key ?? this.#standInKey, canonical, sigBytes);
+    const expiresAtIso = stateChanging.has(req.method)
+      ? isoFromMs(Number(timestamp) + limits.timestampWindowMs + 1_000)
+      : null;
 
+    // Every request reads the partner's row, so that a disable, a new key or a new allow-list
+    // takes effect at once in every process. A state-changing request also records its signature
+    // in that same statement; for that the signature is judged first, by the credentials this
+    // process last read, and the statement records it only if the row still holds them.
+    let partner = this.#credentials.get(id);
+    let current = false;
+    if (partner === undefined) {
+      partner = (await readCredentials(this.#db, id)).partner;
+      this.#remember(id, partner);
+      current = true;
+    }
+    for (let round = 0; round < 3; round++) {
+      // Verified even when the partner is unknown (against a stand-in key): an unknown partner
+      // costs one statement and one verification, as a known one does.
+      const judged = this.#judge(partner, canonical, sigBytes, req.clientIp);
+      if (current && (!judged.ok || expiresAtIso === null)) return judged;
+      const record =
+        judged.ok && partner !== undefined && expiresAtIso !== null
+          ? { signature: sigBytes, expiresAtIso, judgedBy: partner }
+          : undefined;
+      const read = await readCredentials(this.#db, id, record);
+      if (!sameCredentials(read.partner, partner)) {
+        // Changed since this process last read it: judge again by the row as it is now.
+        partner = read.partner;
+        this.#remember(id, partner);
+        current = true;
+        continue;
+      }
+      if (!judged.ok) return judged;
+      if (expiresAtIso !== null && !read.recorded) return fail("replay");
+      return judged;
+    }
+    // The row changed under every read: refuse rather than loop.
+    return fail("partner_changing");
+  }
+
+  /** Judges a request by a partner's credentials, without the replay guard. */
+  #judge(
+    partner: PartnerCredentials | undefined,
+    canonical: string,
+    sigBytes: Buffer,
+    clientIp: string,
+  ): AuthResult {
+    const key = partner?.public_key_pem ? this.#key(partner.public_key_pem) : null;
+    const verified = verifySignature(key ?? this.#standInKey, canonical, sigBytes);
     if (partner === undefined) return fail("unknown_partner");
     if (!partner.active) return fail("inactive_partner");
     if (key === null) return fail("no_public_key");
-    if (!this.#ipAllowed(partner.allowed_ips, req.clientIp)) return fail("ip_not_allowed");
+    if (!this.#ipAllowed(partner.allowed_ips, clientIp)) return fail("ip_not_allowed");
     if (!verified) return fail("signature_mismatch");
-
-    if (stateChanging.has(req.method)) {
-      const expiresAtMs = Number(timestamp) + limits.timestampWindowMs + 1_000;
-      const fresh = await recordSignature(this.#db, partner.id, sigBytes, isoFromMs(expiresAtMs));
-      if (!fresh) return fail("replay");
-    }
     return { ok: true, partnerId: partner.id };
+  }
+
+  #remember(id: string, partner: PartnerCredentials | undefined): void {
+    // Only partners that exist are kept, so unknown ids sent at random cannot fill the map.
+    if (partner === undefined) {
+      this.#credentials.delete(id);
+      return;
+    }
+    if (this.#credentials.size >= 10_000) this.#credentials.clear();
+    this.#credentials.set(id, partner);
   }
 
   #key(pem: string): KeyObject | null {
@@ -129,6 +181,17 @@ export class PartnerAuthenticator {
     const ip = normaliseIp(clientIp);
     return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
   }
+}
+
+function sameCredentials(a: PartnerCredentials | undefined, b: PartnerCredentials | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return (
+    a.id === b.id &&
+    a.active === b.active &&
+    a.public_key_pem === b.public_key_pem &&
+    a.allowed_ips.length === b.allowed_ips.length &&
+    a.allowed_ips.every((ip, i) => ip === b.allowed_ips[i])
+  );
 }
 
 function fail(cause: AuthFailureCause): AuthResult {

@@ -1,6 +1,7 @@
 // Queries on partners and on the replay guard of their signatures. Each takes a db or a
 // transaction.
 
+import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { Tx } from "../../db/transaction.ts";
 
@@ -43,20 +44,53 @@ export async function updatePartner(
     .executeTakeFirst();
 }
 
-/** Records an accepted signature; false when it was already recorded (a replay). */
-export async function recordSignature(
+/** What a signed request is judged by: the partner's key, allow-list and state. */
+export type PartnerCredentials = Pick<PartnerRow, "id" | "public_key_pem" | "allowed_ips" | "active">;
+
+export interface SignatureRecord {
+  /** The decoded signature bytes. */
+  signature: Uint8Array;
+  expiresAtIso: string;
+  /** The credentials the signature was accepted by. */
+  judgedBy: PartnerCredentials;
+}
+
+/**
+ * Reads a partner's credentials and, with `record`, records an accepted signature in the same
+ * statement, but only while the row still holds the credentials it was accepted by: a partner
+ * disabled, re-keyed or given another allow-list since records nothing, and the caller judges again
+ * by the row returned. `recorded` is also false when the signature was already recorded (a replay).
+ */
+export async function readCredentials(
   db: Db | Tx,
-  partnerId: string,
-  signature: Uint8Array,
-  expiresAtIso: string,
-): Promise<boolean> {
-  const row = await db
-    .insertInto("used_signatures")
-    .values({ partner_id: partnerId, signature, expires_at: expiresAtIso })
-    .onConflict((oc) => oc.doNothing())
-    .returning("partner_id")
-    .executeTakeFirst();
-  return row !== undefined;
+  id: string,
+  record?: SignatureRecord,
+): Promise<{ partner: PartnerCredentials | undefined; recorded: boolean }> {
+  if (record === undefined) {
+    const partner = await db
+      .selectFrom("partners")
+      .select(["id", "public_key_pem", "allowed_ips", "active"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return { partner, recorded: false };
+  }
+  const { judgedBy } = record;
+  const { rows } = await sql<PartnerCredentials & { recorded: boolean }>`
+    WITH p AS (SELECT id, public_key_pem, allowed_ips, active FROM partners WHERE id = ${id}),
+    rec AS (
+      INSERT INTO used_signatures (partner_id, signature, expires_at)
+      SELECT p.id, ${record.signature}, ${record.expiresAtIso}::timestamptz FROM p
+      WHERE p.active AND p.public_key_pem = ${judgedBy.public_key_pem}
+        AND p.allowed_ips = ${judgedBy.allowed_ips}::text[]
+      ON CONFLICT DO NOTHING
+      RETURNING 1
+    )
+    SELECT p.*, EXISTS (SELECT 1 FROM rec) AS recorded FROM p
+  `.execute(db);
+  const row = rows[0];
+  if (row === undefined) return { partner: undefined, recorded: false };
+  const { recorded, ...partner } = row;
+  return { partner, recorded };
 }
 
 export async function purgeExpiredSignatures(db: Db | Tx, nowIso: string): Promise<number> {
