@@ -1,0 +1,119 @@
+// DESIGN "Authentication": a failure takes no measurably different path for an unknown partner,
+// and the credentials a process keeps never stand in for the partner's row. The measurable part of
+// the path is the database: these tests count the statements each kind of request costs.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import type { KyselyPlugin } from "kysely";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
+
+describe("partner authentication, statement by statement", () => {
+  let ctx: TestContext;
+  let statements = 0;
+  const counting: KyselyPlugin = {
+    transformQuery: (args) => {
+      statements++;
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  };
+  before(async () => {
+    ctx = await startTestContext();
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  /** A fresh authenticator (a process that has read no partner yet) on a counting database. */
+  const fresh = () => new PartnerAuthenticator(ctx.services.database.db.withPlugin(counting), ctx.clock);
+
+  function request(
+    partnerId: string,
+    privateKeyPem: string,
+    method: "GET" | "POST",
+    body = "",
+  ): SignedRequest {
+    const target = method === "GET" ? "/v1/partner/asset-pairs" : "/v1/partner/deposits";
+    ctx.clock.advance(1);
+    const h = signRequest({
+      partnerId,
+      privateKey: privateKeyPem,
+      method,
+      target,
+      body,
+      nowMs: ctx.clock.nowMs(),
+    });
+    return {
+      partnerId: h["X-Partner-ID"],
+      timestamp: h["X-Timestamp"],
+      signature: h["X-Signature"],
+      method,
+      target,
+      body: Buffer.from(body),
+      clientIp: "127.0.0.1",
+    };
+  }
+
+  async function cost(auth: PartnerAuthenticator, req: SignedRequest) {
+    statements = 0;
+    const result = await auth.authenticate(req);
+    return { result: result.ok ? "ok" : result.cause, statements };
+  }
+
+  test("an unknown partner and a known one with a wrong signature cost one statement each, cold or not", async () => {
+    const stranger = generateKeyPair();
+    const unknownId = "5d0c61c9-3f7e-4d1a-9a38-2f1b6f7e0c11";
+    for (const method of ["GET", "POST"] as const) {
+      const auth = fresh();
+      const unknown = () => cost(auth, request(unknownId, stranger.privateKeyPem, method, "{}"));
+      const forged = () => cost(auth, request(ctx.partner.id, stranger.privateKeyPem, method, "{}"));
+      assert.deepEqual(await unknown(), { result: "unknown_partner", statements: 1 }, `${method} unknown`);
+      assert.deepEqual(
+        await unknown(),
+        { result: "unknown_partner", statements: 1 },
+        `${method} unknown again`,
+      );
+      assert.deepEqual(
+        await forged(),
+        { result: "signature_mismatch", statements: 1 },
+        `${method} forged, cold`,
+      );
+      assert.deepEqual(
+        await forged(),
+        { result: "signature_mismatch", statements: 1 },
+        `${method} forged, kept`,
+      );
+    }
+  });
+
+  test("an accepted POST costs one statement once the process has read its partner; a GET always one", async () => {
+    const auth = fresh();
+    const post = () => cost(auth, request(ctx.partner.id, ctx.partner.privateKeyPem, "POST", '{"a":1}'));
+    const get = () => cost(auth, request(ctx.partner.id, ctx.partner.privateKeyPem, "GET"));
+    assert.deepEqual(await post(), { result: "ok", statements: 2 }, "first: read the row, then record");
+    assert.deepEqual(await post(), { result: "ok", statements: 1 }, "then: read and record in one");
+    assert.deepEqual(await get(), { result: "ok", statements: 1 });
+    const replayed = request(ctx.partner.id, ctx.partner.privateKeyPem, "POST", '{"a":2}');
+    assert.deepEqual(await cost(auth, replayed), { result: "ok", statements: 1 });
+    assert.deepEqual(await cost(auth, replayed), { result: "replay", statements: 1 });
+  });
+
+  test("kept credentials never decide alone: a change in the row is seen by the next request", async () => {
+    const p = await ctx.addPartner({ name: "Partner of the counting test" });
+    const auth = fresh();
+    const post = (key = p.privateKeyPem) => cost(auth, request(p.id, key, "POST", "{}"));
+    assert.deepEqual(await post(), { result: "ok", statements: 2 });
+    await ctx.services.partners.setActive(p.id, false);
+    assert.deepEqual(await post(), { result: "inactive_partner", statements: 1 });
+    await ctx.services.partners.setActive(p.id, true);
+    // Judged by the disabled row it kept: read again, judged again, then recorded.
+    assert.deepEqual(await post(), { result: "ok", statements: 2 });
+    const next = generateKeyPair();
+    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem)).ok);
+    assert.deepEqual(await post(next.privateKeyPem), { result: "ok", statements: 2 });
+    assert.deepEqual(await post(p.privateKeyPem), { result: "signature_mismatch", statements: 1 });
+    assert.deepEqual(await post(next.privateKeyPem), { result: "ok", statements: 1 });
+  });
+});
