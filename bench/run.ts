@@ -9,6 +9,7 @@
 //   BENCH_WARMUP_S          warm-up seconds before each measured run (default 2)
 //   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
+//   (deposit-sql, the database's side of a deposit alone, uses the same)
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.
@@ -16,12 +17,13 @@
 import os from "node:os";
 import path from "node:path";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
+import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
 import { parse } from "./scenarios/parse.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, deposits, trading, parse];
+const scenarios = [foundation, deposits, depositSql, trading, parse];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
