@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sql } from "kysely";
 import { openTestDatabase } from "../testing/harness.ts";
-import type { DatabaseHandle } from "./database.ts";
+import { type DatabaseHandle, preparedMarker } from "./database.ts";
 import { moneyFromPg, moneyToPg } from "./numeric.ts";
 import { isoFromMs, isoFromPg } from "./time.ts";
 
@@ -53,4 +53,23 @@ test("timestamps: database text and millisecond instants to ISO with microsecond
   assert.equal(isoFromPg("2026-11-21 09:30:00.1+00"), "2026-11-21T09:30:00.100000Z");
   assert.equal(isoFromMs(Date.UTC(2026, 10, 21, 9, 30, 0, 123)), "2026-11-21T09:30:00.123000Z");
   assert.throws(() => isoFromPg("2026-11-21 09:30:00+04"));
+});
+
+test("a statement marked to be prepared is prepared once per PostgreSQL connection; PGlite runs it as written", async () => {
+  await database.db.connection().execute(async (conn) => {
+    const marked = (n: number) =>
+      sql<{ twice: number }>`${sql.raw(preparedMarker)} SELECT ${n}::int8 * 2 AS twice`.execute(conn);
+    for (const n of [1, 2, 3]) assert.deepEqual((await marked(n)).rows, [{ twice: n * 2 }]);
+    await sql`SELECT ${4}::int8 * 3 AS plain`.execute(conn);
+    const { rows } = await sql<{ name: string; statement: string }>`
+      SELECT name, statement FROM pg_prepared_statements ORDER BY name
+    `.execute(conn);
+    if (database.kind === "postgres") {
+      assert.equal(rows.length, 1, JSON.stringify(rows));
+      assert.match(rows[0]!.name, /^cp_[0-9a-f]{32}$/);
+      assert.ok(rows[0]!.statement.startsWith(`${preparedMarker} SELECT`));
+    } else {
+      assert.deepEqual(rows, []);
+    }
+  });
 });

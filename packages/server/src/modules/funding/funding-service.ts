@@ -4,7 +4,7 @@
 
 import type { ErrorName, FieldError } from "@counterpart/protocol";
 import { sql } from "kysely";
-import type { Db } from "../../db/database.ts";
+import { type Db, preparedMarker } from "../../db/database.ts";
 import { pgConstraint, pgErrorCode, withRetries } from "../../db/transaction.ts";
 import { judgeClient } from "../clients/client-check.ts";
 import { fundOrder, insufficientFundsCode } from "../ledger/ledger-store.ts";
@@ -57,7 +57,7 @@ async function fundingFacts(db: Db, partnerId: string, req: FundingRequest): Pro
     ref_taken: boolean;
     client: FundingFacts["client"];
     asset: FundingFacts["asset"];
-  }>`
+  }>`${sql.raw(preparedMarker)}
     SELECT
       EXISTS (SELECT 1 FROM orders WHERE partner_id = ${partnerId} AND partner_order_ref = ${req.partnerOrderRef}) AS ref_taken,
       (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status, 'active', active)

@@ -3,7 +3,7 @@
 // single guarded statements, never read-modify-write in application memory.
 
 import { type Selectable, sql } from "kysely";
-import type { Db } from "../../db/database.ts";
+import { type Db, preparedMarker } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { AccountKind, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -46,7 +46,7 @@ export async function postLegs(
   slot: number,
 ): Promise<PostResult> {
   const ordered = orderLegs(legs, slot);
-  const { rows } = await sql<{ posted: boolean }>`
+  const { rows } = await sql<{ posted: boolean }>`${sql.raw(preparedMarker)}
     SELECT post_legs(${partnerId}, ${orderId}, ${slot}::smallint, ${ordered.map((l) => l.kind)}::text[],
                      ${ordered.map((l) => l.clientId)}::bigint[], ${ordered.map((l) => l.assetId)}::text[],
                      ${ordered.map((l) => moneyToPg(l.amount))}::numeric[]) AS posted
@@ -101,7 +101,7 @@ export interface FundingOrder {
  * reference already taken. Nothing is written when it throws.
  */
 export async function fundOrder(db: Db | Tx, order: FundingOrder): Promise<Selectable<OrdersTable>> {
-  const { rows } = await sql<Selectable<OrdersTable>>`
+  const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
     SELECT * FROM fund_order(${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
                              ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
                              ${houseSlot(order.clientId)}::smallint)

@@ -2,7 +2,7 @@
 // transaction.
 
 import { sql } from "kysely";
-import type { Db } from "../../db/database.ts";
+import { type Db, preparedMarker } from "../../db/database.ts";
 import type { Tx } from "../../db/transaction.ts";
 
 export interface PartnerRow {
@@ -67,15 +67,13 @@ export async function readCredentials(
   record?: SignatureRecord,
 ): Promise<{ partner: PartnerCredentials | undefined; recorded: boolean }> {
   if (record === undefined) {
-    const partner = await db
-      .selectFrom("partners")
-      .select(["id", "public_key_pem", "allowed_ips", "active"])
-      .where("id", "=", id)
-      .executeTakeFirst();
-    return { partner, recorded: false };
+    const { rows } = await sql<PartnerCredentials>`${sql.raw(preparedMarker)}
+      SELECT id, public_key_pem, allowed_ips, active FROM partners WHERE id = ${id}
+    `.execute(db);
+    return { partner: rows[0], recorded: false };
   }
   const { judgedBy } = record;
-  const { rows } = await sql<PartnerCredentials & { recorded: boolean }>`
+  const { rows } = await sql<PartnerCredentials & { recorded: boolean }>`${sql.raw(preparedMarker)}
     WITH p AS (SELECT id, public_key_pem, allowed_ips, active FROM partners WHERE id = ${id}),
     rec AS (
       INSERT INTO used_signatures (partner_id, signature, expires_at)
