@@ -46,6 +46,31 @@ describe("signature authentication", () => {
     return { ...sig, ...over } as Record<string, string>;
   }
 
+  /** One signed POST to an unrouted path; each call sends it again, with the same signature. */
+  function replayable(
+    signer: { id: string; privateKeyPem: string },
+    payload: object,
+    remoteAddress?: string,
+  ) {
+    const body = JSON.stringify(payload);
+    const sig = signRequest({
+      partnerId: signer.id,
+      privateKey: signer.privateKeyPem,
+      method: "POST",
+      target: "/v1/partner/nothing-here",
+      body,
+      nowMs: ctx.clock.nowMs(),
+    });
+    return () =>
+      ctx.app.inject({
+        method: "POST",
+        url: "/v1/partner/nothing-here",
+        headers: { ...sig, "content-type": "application/json" },
+        payload: body,
+        ...(remoteAddress === undefined ? {} : { remoteAddress }),
+      });
+  }
+
   test("a correctly signed request is accepted", async () => {
     const res = await ctx.signed({ method: "GET", url });
     assert.equal(res.statusCode, 200);
@@ -260,22 +285,7 @@ describe("signature authentication", () => {
   });
 
   test("a replayed POST inside the window is a 401 whatever its first outcome; identical GETs are not", async () => {
-    const body = JSON.stringify({ x: 1 });
-    const sig = signRequest({
-      partnerId: ctx.partner.id,
-      privateKey: ctx.partner.privateKeyPem,
-      method: "POST",
-      target: "/v1/partner/nothing-here",
-      body,
-      nowMs: ctx.clock.nowMs(),
-    });
-    const send = () =>
-      ctx.app.inject({
-        method: "POST",
-        url: "/v1/partner/nothing-here",
-        headers: { ...sig, "content-type": "application/json" },
-        payload: body,
-      });
+    const send = replayable(ctx.partner, { x: 1 });
     const first = await send();
     assert.equal(first.statusCode, 404);
     assertUnauthorized(await send(), "replay");
@@ -337,23 +347,7 @@ describe("signature authentication", () => {
     // A key changed back and forth between two requests, and a replay after the change.
     assert.ok((await ctx.services.partners.setKey(p.id, p.publicKeyPem)).ok);
     assertUnauthorized(await post(rotated, "10.9.1.1"), "the key replaced");
-    const body = JSON.stringify({ n: 2 });
-    const sig = signRequest({
-      partnerId: p.id,
-      privateKey: p.privateKeyPem,
-      method: "POST",
-      target: "/v1/partner/nothing-here",
-      body,
-      nowMs: ctx.clock.nowMs(),
-    });
-    const send = () =>
-      ctx.app.inject({
-        method: "POST",
-        url: "/v1/partner/nothing-here",
-        headers: { ...sig, "content-type": "application/json" },
-        payload: body,
-        remoteAddress: "10.9.1.1",
-      });
+    const send = replayable(p, { n: 2 }, "10.9.1.1");
     assert.equal((await send()).statusCode, 404);
     assertUnauthorized(await send(), "replay");
     assert.equal(await recorded(), 7);

@@ -77,13 +77,7 @@ describe("ledger", () => {
       [a, "slot-a"],
       [b, "slot-b"],
     ] as const) {
-      const r = await ctx.services.funding.deposit(ctx.partner.id, {
-        partnerClientId: c.partnerClientId,
-        assetId: "SAR",
-        amount: 700_000_000n,
-        partnerOrderRef: ref,
-      });
-      assert.ok(r.ok);
+      await deposit(c, ref, "SAR", 700_000_000n);
     }
     const rows = await db
       .selectFrom("accounts")
@@ -224,27 +218,12 @@ describe("ledger", () => {
       /orders_client_fkey/,
     );
     // Balanced postings, one of them on an account of another asset.
-    const dep = await ctx.services.funding.deposit(ctx.partner.id, {
-      partnerClientId: client.partnerClientId,
-      assetId: "EUR",
-      amount: 100_000_000n,
-      partnerOrderRef: "keys",
-    });
-    assert.ok(dep.ok);
+    const order = await deposit(client, "keys");
     const afterDeposit = await ledgerRows();
-    const accounts = await db
-      .selectFrom("accounts")
-      .select(["id", "kind"])
-      .where("partner_id", "=", ctx.partner.id)
-      .where("asset_id", "=", "EUR")
-      .execute();
-    const clientAccount = accounts.find((a) => a.kind === "client")!.id;
-    const house = accounts.find((a) => a.kind === "omnibus")!.id;
+    const { clientAccount, house } = await eurAccounts(client.id);
     await assert.rejects(
       sql`INSERT INTO postings (order_id, account_id, asset_id, amount)
-          VALUES (${dep.order.id}, ${clientAccount}, 'USD', 1), (${dep.order.id}, ${house}, 'USD', -1)`.execute(
-        db,
-      ),
+          VALUES (${order}, ${clientAccount}, 'USD', 1), (${order}, ${house}, 'USD', -1)`.execute(db),
       /postings_account_fkey/,
     );
     assert.deepEqual(await ledgerRows(), afterDeposit);
@@ -255,27 +234,9 @@ describe("ledger", () => {
   test("postings balance per order and asset in every statement, and are never updated or deleted", async () => {
     const db = ctx.services.database.db;
     const client = await insertClient(db, ctx.partner.id, 5);
-    const deposit = async (ref: string) => {
-      const r = await ctx.services.funding.deposit(ctx.partner.id, {
-        partnerClientId: client.partnerClientId,
-        assetId: "EUR",
-        amount: 100_000_000n,
-        partnerOrderRef: ref,
-      });
-      assert.ok(r.ok);
-      return r.order.id;
-    };
-    const first = await deposit("append-1");
-    const second = await deposit("append-2");
-    const accounts = await db
-      .selectFrom("accounts")
-      .select(["id", "kind"])
-      .where("partner_id", "=", ctx.partner.id)
-      .where("asset_id", "=", "EUR")
-      .where((eb) => eb.or([eb("client_id", "=", client.id), eb("kind", "=", "omnibus")]))
-      .execute();
-    const clientAccount = accounts.find((a) => a.kind === "client")!.id;
-    const house = accounts.find((a) => a.kind === "omnibus")!.id;
+    const first = await deposit(client, "append-1");
+    const second = await deposit(client, "append-2");
+    const { clientAccount, house } = await eurAccounts(client.id);
     const before = await ledgerRows();
     // The statement sums to zero, but each order alone does not.
     await assert.rejects(
@@ -303,6 +264,43 @@ describe("ledger", () => {
     assert.deepEqual(await ledgerRows(), before);
     assert.deepEqual(await checkLedger(db), []);
   });
+
+  /** A deposit for the client (1 EUR unless told); the order's id. */
+  async function deposit(
+    client: { partnerClientId: string },
+    ref: string,
+    assetId = "EUR",
+    amount = 100_000_000n,
+  ): Promise<number> {
+    const r = await ctx.services.funding.deposit(ctx.partner.id, {
+      partnerClientId: client.partnerClientId,
+      assetId,
+      amount,
+      partnerOrderRef: ref,
+    });
+    assert.ok(r.ok);
+    return r.order.id;
+  }
+
+  /** The client's EUR account and the house account of its slot. */
+  async function eurAccounts(clientId: number): Promise<{ clientAccount: number; house: number }> {
+    const rows = await ctx.services.database.db
+      .selectFrom("accounts")
+      .select(["id", "kind"])
+      .where("partner_id", "=", ctx.partner.id)
+      .where("asset_id", "=", "EUR")
+      .where((eb) =>
+        eb.or([
+          eb("client_id", "=", clientId),
+          eb.and([eb("kind", "=", "omnibus"), eb("slot", "=", houseSlot(clientId))]),
+        ]),
+      )
+      .execute();
+    return {
+      clientAccount: rows.find((a) => a.kind === "client")!.id,
+      house: rows.find((a) => a.kind === "omnibus")!.id,
+    };
+  }
 
   async function ledgerRows(): Promise<string> {
     const { rows } = await sql<{ t: string }>`
