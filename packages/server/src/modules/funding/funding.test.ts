@@ -320,6 +320,26 @@ describe("deposits and withdrawals", () => {
     before_ = await moneyState(ctx.services.database.db);
     await assertError(await withdraw(body({ partner_order_ref: r, partner_client_id: "nobody" })), 409, 2020);
     await assertError(await withdraw(body({ partner_order_ref: r, amount: "1000000" })), 409, 2020);
+    // Before every other rule: the reference is looked up only when another check fails, and a
+    // taken one is still 2020 whatever else is wrong.
+    const unverified = { partnerClientId: "client-2" }; // under review
+    const inactive = { partnerClientId: "client-3" }; // deactivated
+    await assertError(
+      await deposit(body({ partner_order_ref: r, partner_client_id: unverified.partnerClientId })),
+      409,
+      2020,
+    );
+    await assertError(
+      await deposit(body({ partner_order_ref: r, partner_client_id: inactive.partnerClientId })),
+      409,
+      2020,
+    );
+    await assertError(await deposit(body({ partner_order_ref: r, asset_id: "XYZ" })), 409, 2020);
+    await assertError(await deposit(body({ partner_order_ref: r, asset_id: "BTC" })), 409, 2020);
+    // And with a fresh reference the same requests meet their own rule.
+    await assertError(await deposit(body({ partner_client_id: unverified.partnerClientId })), 400, 2009);
+    await assertError(await deposit(body({ partner_client_id: inactive.partnerClientId })), 400, 2010);
+    await assertError(await deposit(body({ asset_id: "BTC" })), 400, 2012);
     // Client before asset, asset before funds.
     await assertError(
       await withdraw(body({ partner_client_id: "nobody", asset_id: "XYZ", amount: "1000000" })),
