@@ -167,15 +167,21 @@ export class TradingService {
    * order in status `rejected`, not an error.
    */
   async execute(partnerId: string, req: ExecuteRequest): Promise<ExecuteResult> {
-    if (req.partnerOrderRef !== null && (await refTaken(this.#db, partnerId, req.partnerOrderRef))) {
-      return { ok: false, error: "duplicate_order_ref" };
-    }
     const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
-    if (!client.ok) return client;
     const tokenHash = hashToken(req.token);
     const now = dbNow(this.#clock);
-    const quote = await findUsableQuote(this.#db, tokenHash, partnerId, client.client.id, now);
-    if (quote === undefined) return { ok: false, error: "invalid_trading_token" };
+    const quote = client.ok
+      ? await findUsableQuote(this.#db, tokenHash, partnerId, client.client.id, now)
+      : undefined;
+    // The reference comes first. When the client and the token pass, the unique index decides: the
+    // order row goes in before the token is spent or any balance moves. Only a request that fails
+    // another check looks its reference up (as funding does).
+    if (!client.ok || quote === undefined) {
+      if (req.partnerOrderRef !== null && (await refTaken(this.#db, partnerId, req.partnerOrderRef))) {
+        return { ok: false, error: "duplicate_order_ref" };
+      }
+      return client.ok ? { ok: false, error: "invalid_trading_token" } : client;
+    }
 
     const buying = quote.side === "buy";
     const base = moneyFromPg(quote.base_amount);

@@ -349,6 +349,11 @@ describe("quotes and execution", () => {
     });
     const dupBadToken = await execute({ token: `qt_${"B".repeat(43)}`, partner_order_ref: "fund-1" });
     assert.equal(dupBadToken.json().code, 2020, "deposits and trades share one reference namespace");
+    // The reference before the client too.
+    for (const who of ["nobody", "client-2", "client-3"]) {
+      const r = await execute({ token: q.token, partner_client_id: who, partner_order_ref: "buy-1" });
+      assert.equal(r.json().code, 2020, who);
+    }
     await assertUnchanged();
     assert.equal((await execute({ token: q.token, partner_order_ref: "buy-2" })).statusCode, 200);
   });
