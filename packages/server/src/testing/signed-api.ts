@@ -4,8 +4,9 @@
 // there). Either way the test also gets the database itself, to insert fixtures and check the
 // ledger.
 
+import assert from "node:assert/strict";
 import fs from "node:fs";
-import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import { generateKeyPair, parseDecimal, signRequest } from "@counterpart/protocol";
 import pg from "pg";
 import { type DatabaseHandle, type Db, openDatabase } from "../db/database.ts";
 import { startTestContext, type TestContext, testDatabaseUrl } from "./harness.ts";
@@ -238,4 +239,22 @@ export async function startTwoProcessApi(options: { requestTimeoutMs?: number } 
     await close().catch(() => {});
     throw err;
   }
+}
+
+/** A decimal string of the wire format as a scale-8 bigint. */
+export function scaled(text: string | null | undefined): bigint {
+  const value = typeof text === "string" ? parseDecimal(text) : null;
+  assert.notEqual(value, null, `not a decimal: ${text}`);
+  return value!;
+}
+
+/** How many responses of each kind: "200", or "<status>/<code>" for errors. */
+export function tally(responses: readonly ApiResponse[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of responses) {
+    const code = (r.body as { code?: unknown } | null)?.code;
+    const key = r.status === 200 ? "200" : `${r.status}/${String(code)}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -9,15 +9,17 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { formatDecimal, parseDecimal } from "@counterpart/protocol";
+import { formatDecimal } from "@counterpart/protocol";
 import { insertClient } from "../../testing/fixtures.ts";
 import { onPostgres } from "../../testing/harness.ts";
 import {
   type ApiResponse,
   type SignedApi,
   type SignedCall,
+  scaled,
   startInProcessApi,
   startTwoProcessApi,
+  tally,
 } from "../../testing/signed-api.ts";
 import { checkLedger } from "../ledger/index.ts";
 
@@ -46,24 +48,6 @@ const duplicateRef = {
   msg: "An order with this partner_order_ref already exists",
   msg_detail: null,
 };
-
-/** A decimal string of the wire format as a scale-8 bigint. */
-function scaled(text: string | null): bigint {
-  const value = text === null ? null : parseDecimal(text);
-  assert.notEqual(value, null, `not a decimal: ${text}`);
-  return value!;
-}
-
-/** How many responses of each kind: "200", or "<status>/<code>" for errors. */
-function tally(responses: readonly ApiResponse[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const r of responses) {
-    const code = (r.body as { code?: unknown } | null)?.code;
-    const key = r.status === 200 ? "200" : `${r.status}/${String(code)}`;
-    counts[key] = (counts[key] ?? 0) + 1;
-  }
-  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
-}
 
 const orderOf = (r: ApiResponse) => (r.body as { result: OrderBody }).result;
 

@@ -10,15 +10,17 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { formatDecimal, parseDecimal } from "@counterpart/protocol";
+import { formatDecimal } from "@counterpart/protocol";
 import { insertClient } from "../../testing/fixtures.ts";
 import { onPostgres } from "../../testing/harness.ts";
 import {
   type ApiResponse,
   type SignedApi,
   type SignedCall,
+  scaled,
   startInProcessApi,
   startTwoProcessApi,
+  tally,
 } from "../../testing/signed-api.ts";
 import { checkLedger } from "../ledger/index.ts";
 
@@ -56,24 +58,6 @@ const timeout = 60_000;
 const pair = "BTC-AED";
 const price = { buy: "350000", sell: "349000" };
 const invalidToken = { code: 4008, msg: "Trading token is invalid", msg_detail: null };
-
-/** A decimal string of the wire format as a scale-8 bigint. */
-function scaled(text: string | null | undefined): bigint {
-  const value = typeof text === "string" ? parseDecimal(text) : null;
-  assert.notEqual(value, null, `not a decimal: ${text}`);
-  return value!;
-}
-
-/** How many responses of each kind: "200", or "<status>/<code>" for errors. */
-function tally(responses: readonly ApiResponse[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const r of responses) {
-    const code = (r.body as { code?: unknown } | null)?.code;
-    const key = r.status === 200 ? "200" : `${r.status}/${String(code)}`;
-    counts[key] = (counts[key] ?? 0) + 1;
-  }
-  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
-}
 
 /** How many orders of each status. */
 function statuses(orders: readonly OrderBody[]): Record<string, number> {
