@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { sql } from "kysely";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 import { type MoneyState, moneyState } from "../../testing/money-state.ts";
@@ -364,5 +365,37 @@ describe("deposits and withdrawals", () => {
 
   test("the ledger stays balanced after all of the above", async () => {
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+});
+
+describe("deposits across a schema change", () => {
+  // A process keeps prepared statements per PostgreSQL connection. A migration that adds a column to
+  // orders must not break the statements of processes still running the previous version.
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await startTestContext();
+    await insertClient(ctx.services.database.db, ctx.partner.id, 1);
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  test("orders gains a column while the service runs: deposits go on", async () => {
+    const db = ctx.services.database.db;
+    const deposit = async (ref: string) => {
+      const res = await ctx.signed({
+        method: "POST",
+        url: "/v1/partner/deposits",
+        body: { partner_client_id: "client-1", asset_id: "AED", amount: "1", partner_order_ref: ref },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+    };
+    // Sequential requests: each connection of the pool that serves one prepares the statement.
+    for (let i = 0; i < 8; i++) await deposit(`before-${i}`);
+    await sql`ALTER TABLE orders ADD COLUMN note text`.execute(db);
+    for (let i = 0; i < 8; i++) await deposit(`after-${i}`);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int8 AS n FROM orders`.execute(db);
+    assert.equal(rows[0]?.n, 16);
+    assert.deepEqual(await checkLedger(db), []);
   });
 });
