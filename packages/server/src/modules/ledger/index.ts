@@ -6,5 +6,6 @@ export {
   houseSlot,
   type LedgerDifference,
   type Leg,
+  legArguments,
   postLegs,
 } from "./ledger-store.ts";

@@ -2,7 +2,7 @@
 // transaction, and recomputes balances from postings for the ledger check. Balances change with
 // single guarded statements, never read-modify-write in application memory.
 
-import { type Selectable, sql } from "kysely";
+import { type RawBuilder, type Selectable, sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { AccountKind, OrdersTable } from "../../db/schema.ts";
@@ -45,13 +45,20 @@ export async function postLegs(
   legs: readonly Leg[],
   slot: number,
 ): Promise<PostResult> {
-  const ordered = orderLegs(legs, slot);
   const { rows } = await sql<{ posted: boolean }>`${sql.raw(preparedMarker)}
-    SELECT post_legs(${partnerId}, ${orderId}, ${slot}::smallint, ${ordered.map((l) => l.kind)}::text[],
-                     ${ordered.map((l) => l.clientId)}::bigint[], ${ordered.map((l) => l.assetId)}::text[],
-                     ${ordered.map((l) => moneyToPg(l.amount))}::numeric[]) AS posted
+    SELECT post_legs(${partnerId}, ${orderId}, ${legArguments(legs, slot)}) AS posted
   `.execute(tx);
   return rows[0]?.posted === true ? { ok: true } : { ok: false, error: "insufficient_funds" };
+}
+
+/**
+ * The last five arguments of post_legs() (and of the functions that call it): the house slot and
+ * the legs, checked and in lock order (`orderLegs`), as four arrays.
+ */
+export function legArguments(legs: readonly Leg[], slot: number): RawBuilder<unknown> {
+  const ordered = orderLegs(legs, slot);
+  return sql`${slot}::smallint, ${ordered.map((l) => l.kind)}::text[], ${ordered.map((l) => l.clientId)}::bigint[],
+             ${ordered.map((l) => l.assetId)}::text[], ${ordered.map((l) => moneyToPg(l.amount))}::numeric[]`;
 }
 
 /**

@@ -7,21 +7,21 @@ import { type ErrorName, type FieldError, formatDecimal } from "@counterpart/pro
 import type { Db } from "../../db/database.ts";
 import { dbNow } from "../../db/now.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
-import { inTransaction } from "../../db/transaction.ts";
+import { pgErrorCode, withRetries } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
 import { findAsset } from "../catalog/catalog-store.ts";
 import { checkClientCanTransact } from "../clients/client-check.ts";
 import { decimalPlacesError, finerThanAsset, isDuplicateRef } from "../funding/index.ts";
-import { clientBalances, houseSlot, type Leg, postLegs } from "../ledger/index.ts";
-import { insertOrder, type OrderView, orderView, refTaken } from "../orders/index.ts";
+import { clientBalances, type Leg } from "../ledger/index.ts";
+import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { priceQuote, requiredFunds, type Side } from "./quote.ts";
 import {
+  executeQuote,
   findTradingPair,
   findUsableQuote,
   insertQuote,
-  linkQuoteToOrder,
-  spendQuote,
+  unspendableTokenCode,
 } from "./trading-store.ts";
 import { type QuoteView, quoteView } from "./trading-views.ts";
 
@@ -45,14 +45,6 @@ export interface ExecuteRequest {
 }
 
 export type ExecuteResult = { ok: true; order: OrderView } | { ok: false; error: ErrorName };
-
-class Abort extends Error {
-  readonly errorName: ErrorName;
-  constructor(name: ErrorName) {
-    super(name);
-    this.errorName = name;
-  }
-}
 
 function hashToken(token: string): Buffer {
   return crypto.createHash("sha256").update(token).digest();
@@ -214,43 +206,24 @@ export class TradingService {
     if (fee > 0n) legs.push({ kind: "fee_revenue", clientId: null, assetId: quote.quote_id, amount: fee });
     if (vat > 0n) legs.push({ kind: "vat_payable", clientId: null, assetId: quote.quote_id, amount: vat });
 
+    // The order, the spent quote and the posting in one statement (execute_quote, migration 0009).
+    // The order row goes in first: a concurrent request with the same reference waits on the
+    // unique index and then gets 2020, never 4008 or a rejection caused by the winner.
     try {
-      const order = await inTransaction(this.#db, async (tx) => {
-        // The order row first: a concurrent request with the same reference waits on the unique
-        // index and then gets 2020, never 4008 or a rejection caused by the winner.
-        const row = await insertOrder(tx, {
-          partner_id: partnerId,
-          client_id: client.client.id,
-          partner_order_ref: req.partnerOrderRef,
-          type: quote.side,
-          source: "market",
-          status: "completed",
-          price: quote.price,
-          debit: buying ? quote.base_amount : quote.quote_amount,
-          debit_asset_id: buying ? quote.base_id : quote.quote_id,
-          credit: buying ? quote.quote_amount : quote.base_amount,
-          credit_asset_id: buying ? quote.quote_id : quote.base_id,
-          fee: quote.fee,
-          fee_asset_id: quote.quote_id,
-          vat: quote.vat,
-        });
-        const spent = await spendQuote(tx, tokenHash, partnerId, client.client.id, now);
-        if (spent === undefined) throw new Abort("invalid_trading_token");
-        await linkQuoteToOrder(tx, spent.id, row.id);
-        const posted = await postLegs(tx, partnerId, row.id, legs, houseSlot(client.client.id));
-        if (posted.ok) return row;
-        // Funds went away since the quote: the order stands as rejected, the token is spent, and
-        // no balance moves. postLegs stopped before writing anything when it found the shortfall.
-        return tx
-          .updateTable("orders")
-          .set({ status: "rejected" })
-          .where("id", "=", row.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-      });
+      const order = await withRetries(() =>
+        executeQuote(this.#db, {
+          partnerId,
+          clientId: client.client.id,
+          ref: req.partnerOrderRef,
+          tokenHash,
+          now,
+          quote,
+          legs,
+        }),
+      );
       return { ok: true, order: orderView({ ...order, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
-      if (err instanceof Abort) return { ok: false, error: err.errorName };
+      if (pgErrorCode(err) === unspendableTokenCode) return { ok: false, error: "invalid_trading_token" };
       if (isDuplicateRef(err)) return { ok: false, error: "duplicate_order_ref" };
       throw err;
     }

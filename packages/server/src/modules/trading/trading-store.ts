@@ -1,9 +1,11 @@
 // Queries for trading: a pair as one partner sees it (availability, fee rate, VAT, staleness by
 // the database's clock), and quotes, found and spent by the hash of their token.
 
-import { type RawBuilder, sql } from "kysely";
-import type { Db } from "../../db/database.ts";
+import { type RawBuilder, type Selectable, sql } from "kysely";
+import { type Db, preparedMarker } from "../../db/database.ts";
+import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
+import { houseSlot, type Leg, legArguments } from "../ledger/index.ts";
 
 type Q = Db | Tx;
 
@@ -89,31 +91,39 @@ export async function insertQuote(
   `.execute(db);
 }
 
-/**
- * Marks the quote spent if it is this client's, unspent and unexpired; returns it, or undefined
- * (4008). Concurrent executions of one token wait on the row; all but the first then find it spent.
- */
-export async function spendQuote(
-  tx: Tx,
-  tokenHash: Buffer,
-  partnerId: string,
-  clientId: number,
-  now: RawBuilder<string>,
-): Promise<QuoteRow | undefined> {
-  const { rows } = await sql<QuoteRow>`
-    UPDATE quotes AS q SET spent_at = ${now}
-    FROM asset_pairs p
-    WHERE q.token_hash = ${tokenHash} AND q.partner_id = ${partnerId} AND q.client_id = ${clientId}
-      AND q.spent_at IS NULL AND q.expires_at > ${now} AND p.id = q.pair_id
-    RETURNING q.id, q.pair_id, p.base_id, p.quote_id, q.side, q.price::text AS price,
-              q.base_amount::text AS base_amount, q.quote_amount::text AS quote_amount,
-              q.fee::text AS fee, q.vat::text AS vat
-  `.execute(tx);
-  return rows[0];
+/** The SQLSTATE execute_quote() raises when the token's quote cannot be spent (any more). */
+export const unspendableTokenCode = "CP002";
+
+export interface QuoteExecution {
+  partnerId: string;
+  clientId: number;
+  ref: string | null;
+  tokenHash: Buffer;
+  now: RawBuilder<string>;
+  quote: QuoteRow;
+  legs: readonly Leg[];
 }
 
-export async function linkQuoteToOrder(tx: Tx, quoteId: number, orderId: number): Promise<void> {
-  await tx.updateTable("quotes").set({ order_id: orderId }).where("id", "=", quoteId).execute();
+/**
+ * Records the trade of a quote in one statement, with the database's execute_quote() (migration
+ * 0009): the order first, then the quote spent and linked to it, then its legs posted. Funds gone
+ * since the quote leave the order rejected, nothing posted and the quote spent. Throws the
+ * database's error: SQLSTATE `unspendableTokenCode` for a token that cannot be spent, 23505 on
+ * orders_partner_order_ref_key for a reference already taken; nothing is written when it throws.
+ */
+export async function executeQuote(db: Q, e: QuoteExecution): Promise<Selectable<OrdersTable>> {
+  const q = e.quote;
+  const buying = q.side === "buy";
+  const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
+    SELECT * FROM execute_quote(
+      ${e.partnerId}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${e.now}, ${q.side}, ${q.price}::numeric,
+      ${buying ? q.base_amount : q.quote_amount}::numeric, ${buying ? q.base_id : q.quote_id},
+      ${buying ? q.quote_amount : q.base_amount}::numeric, ${buying ? q.quote_id : q.base_id},
+      ${q.fee}::numeric, ${q.quote_id}, ${q.vat}::numeric, ${legArguments(e.legs, houseSlot(e.clientId))})
+  `.execute(db);
+  const row = rows[0];
+  if (row === undefined) throw new Error("execute_quote returned no order");
+  return row;
 }
 
 /** The quote behind a token, if this client may still execute it (read without locking). */
