@@ -10,6 +10,7 @@ import { test } from "node:test";
 import zlib from "node:zlib";
 import { generateKeyPair } from "@counterpart/protocol";
 import { toMoney } from "@counterpart/sdk";
+import { clientPayload } from "../../server/src/testing/fixtures.ts";
 import { assertFails, assertOk, closedPort, json, runCli, startSandbox } from "./testing.ts";
 
 /** The PNG signature and an IHDR chunk (1x1, RGB): enough for the service's magic-byte check. */
@@ -28,27 +29,7 @@ function tinyPng(): Buffer {
 }
 
 /** A client payload file without the fields the test gives as flags (id, e-mail). */
-const clientFile = {
-  account_type: "personal",
-  name: "Amal Cli",
-  birth_date: "1990-05-17",
-  phone: "+971501112233",
-  residency_id: "ae",
-  citizenship_id: "ae",
-  place_of_birth_id: "ae",
-  government_id_number: "784-1990-7654321-1",
-  government_id_doe: "2030-01-31",
-  address: { street: "1 Sheikh Zayed Rd", city: "Dubai", postal_code: "00000", unit: "Apt 12" },
-  employment: {
-    status: "employed",
-    company: "Acme",
-    job_industry: "information_technology_telco",
-    job_level: "senior",
-    job_title: "Engineer",
-  },
-  trading_volume: "1000_10000",
-  account_purpose: ["long_term_investment"],
-};
+const { partner_client_id: _id, email: _email, ...clientFile } = clientPayload(2, { name: "Amal Cli" });
 
 const money = (value: unknown) => toMoney(String(value));
 

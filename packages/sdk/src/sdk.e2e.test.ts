@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { clientPayload } from "../../server/src/testing/fixtures.ts";
 import { type ServiceProcess, startService, tempDataDir } from "../../server/src/testing/processes.ts";
 import {
   ApiError,
@@ -37,29 +38,12 @@ const pdf = Buffer.concat([
   Buffer.alloc(200, 0x20),
 ]);
 
-const newClient: ClientCreateRequest = {
+const newClient = clientPayload(1, {
   partner_client_id: "sdk-client-1",
-  account_type: "personal",
   name: "Amal Sdk",
-  birth_date: "1990-05-17",
   email: "amal.sdk@example.com",
-  phone: "+971501234567",
-  residency_id: "ae",
-  citizenship_id: "ae",
-  place_of_birth_id: "ae",
-  government_id_number: "784-1990-1234567-1",
-  government_id_doe: "2030-01-31",
-  address: { street: "1 Sheikh Zayed Rd", city: "Dubai", postal_code: "00000", unit: "Apt 12" },
-  employment: {
-    status: "employed",
-    company: "Acme",
-    job_industry: "information_technology_telco",
-    job_level: "senior",
-    job_title: "Engineer",
-  },
-  trading_volume: "1000_10000",
   account_purpose: ["long_term_investment", "short_term_trading"],
-};
+}) as unknown as ClientCreateRequest;
 const pcid = newClient.partner_client_id;
 
 describe("the SDK against a running sandbox", () => {
