@@ -7,5 +7,5 @@ export {
   type LedgerDifference,
   type Leg,
   legArguments,
-  postLegs,
+  orderLegs,
 } from "./ledger-store.ts";

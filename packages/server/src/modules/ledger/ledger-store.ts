@@ -17,8 +17,6 @@ export interface Leg {
   amount: bigint;
 }
 
-export type PostResult = { ok: true } | { ok: false; error: "insufficient_funds" };
-
 /** House accounts per partner and asset are split into this many slots (migration 0006). */
 export const houseSlots = 16;
 
@@ -30,30 +28,14 @@ export function houseSlot(clientId: number): number {
 const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_revenue: 2, vat_payable: 3 };
 
 /**
- * Applies `legs` for one order, in the caller's transaction, with one call of the database's
- * post_legs() (migration 0008). Legs must balance per asset (a programming error otherwise). A
- * client leg that would take the available balance below zero fails the whole post, and nothing
- * has been written when it does: with several client legs (a trade), the client's accounts are
- * first locked in asset order and every debit is checked against them; a single client leg (a
- * deposit or a withdrawal) is one guarded update. Accounts are always locked in one global order
- * (client accounts by asset, then house accounts), so concurrent orders do not deadlock.
- */
-export async function postLegs(
-  tx: Tx,
-  partnerId: string,
-  orderId: number,
-  legs: readonly Leg[],
-  slot: number,
-): Promise<PostResult> {
-  const { rows } = await sql<{ posted: boolean }>`${sql.raw(preparedMarker)}
-    SELECT post_legs(${partnerId}, ${orderId}, ${legArguments(legs, slot)}) AS posted
-  `.execute(tx);
-  return rows[0]?.posted === true ? { ok: true } : { ok: false, error: "insufficient_funds" };
-}
-
-/**
- * The last five arguments of post_legs() (and of the functions that call it): the house slot and
- * the legs, checked and in lock order (`orderLegs`), as four arrays.
+ * The last five arguments of the database's post_legs() (migration 0008), and of the functions
+ * that call it: the house slot and the legs, checked and in lock order (`orderLegs`), as four
+ * arrays. post_legs() applies one order's legs: a client leg that would take the available balance
+ * below zero fails the whole post, and nothing has been written when it does. With several client
+ * legs (a trade), the client's accounts are first locked in asset order and every debit is checked
+ * against them; a single client debit is one guarded update. Accounts are always locked in one
+ * global order (client accounts by asset, then house accounts), so concurrent orders do not
+ * deadlock.
  */
 export function legArguments(legs: readonly Leg[], slot: number): RawBuilder<unknown> {
   const ordered = orderLegs(legs, slot);

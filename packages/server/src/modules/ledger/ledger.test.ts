@@ -11,7 +11,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 import { insertOrder } from "../orders/index.ts";
-import { checkLedger, clientBalances, houseSlot, postLegs } from "./index.ts";
+import { checkLedger, clientBalances, houseSlot, orderLegs } from "./index.ts";
 
 describe("ledger", () => {
   let ctx: TestContext;
@@ -188,19 +188,21 @@ describe("ledger", () => {
         bad,
       );
     }
-    // postLegs itself refuses unbalanced legs before touching the database.
-    await assert.rejects(
-      inTransaction(db, async (tx) => {
-        const o = await newOrder(tx, "legs");
-        await postLegs(
-          tx,
-          ctx.partner.id,
-          o.id,
-          [{ kind: "client", clientId: client.id, assetId: "EUR", amount: 5n }],
-          0,
-        );
-      }),
+    // The legs are checked before any SQL is built: they balance per asset, one client at most.
+    assert.throws(
+      () => orderLegs([{ kind: "client", clientId: client.id, assetId: "EUR", amount: 5n }], 0),
       /do not balance/,
+    );
+    assert.throws(
+      () =>
+        orderLegs(
+          [
+            { kind: "client", clientId: client.id, assetId: "EUR", amount: 5n },
+            { kind: "client", clientId: client.id + 1, assetId: "EUR", amount: -5n },
+          ],
+          0,
+        ),
+      /one order, one client/,
     );
   });
 
