@@ -216,6 +216,9 @@ const serviceVariables = [
   "PRICE_STALE_AFTER_S",
   "QUOTE_LIFETIME_S",
   "LEGAL_AGE",
+  "REDIS_URL",
+  "REDIS_TIMEOUT_MS",
+  "RATE_LIMITS",
 ];
 
 /**
@@ -757,5 +760,7 @@ export interface ScenarioReport {
 export interface Scenario {
   name: string;
   description: string;
+  /** The scenario's share of the whole run's time bound, in seconds, when the default is too short. */
+  budgetS?: number;
   run(ctx: ScenarioContext): Promise<ScenarioReport>;
 }

@@ -1,7 +1,9 @@
 // `npm run bench`: runs the benchmark scenarios one after another, each with its own servers in
 // child processes and its own temporary directory, prints a table per scenario and writes
-// bench/results/latest-<scenario>.json. Exits 1 when any target got a non-2xx answer or a failed
-// connection, 2 when a scenario could not run.
+// bench/results/latest-<scenario>.json, then ends with one summary table of every path measured
+// against the reference (bench/compare.ts), also written to bench/results/latest-summary.json.
+// Exits 1 when any target got a non-2xx answer or a failed connection, 2 when a scenario could
+// not run.
 //
 // Environment:
 //   BENCH_ONLY=name[,name]  run only these scenarios
@@ -10,20 +12,25 @@
 //   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone, uses the same)
+//   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.
 
 import os from "node:os";
 import path from "node:path";
+import { type Comparison, printSummary } from "./compare.ts";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
 import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
 import { parse } from "./scenarios/parse.ts";
+import { rateLimits } from "./scenarios/rate-limits.ts";
+import { reads } from "./scenarios/reads.ts";
+import { startup } from "./scenarios/startup.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, deposits, depositSql, trading, parse];
+const scenarios = [foundation, reads, deposits, depositSql, trading, parse, startup, rateLimits];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -54,7 +61,7 @@ async function main(): Promise<number> {
 
   // Nothing may run unbounded: the whole run gets a generous budget, then everything is stopped.
   let active: Cleanup | null = null;
-  const budgetS = selected.length * (180 + 4 * (warmupS + durationS + 30));
+  const budgetS = selected.reduce((sum, s) => sum + (s.budgetS ?? 180 + 4 * (warmupS + durationS + 30)), 0);
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${budgetS} s; stopping everything\n`);
     void (active?.run() ?? Promise.resolve()).finally(() => process.exit(3));
@@ -69,6 +76,8 @@ async function main(): Promise<number> {
   }
 
   const environment = environmentInfo();
+  const comparisons: Comparison[] = [];
+  const ran: string[] = [];
   let exitCode = 0;
   try {
     for (const scenario of selected) {
@@ -90,7 +99,9 @@ async function main(): Promise<number> {
       // Interrupted: the signal handler stops the servers and exits; keep the last results file.
       if (interrupted) break;
 
+      ran.push(scenario.name);
       if (report !== null) {
+        if (Array.isArray(report.comparisons)) comparisons.push(...(report.comparisons as Comparison[]));
         for (const [server, lines] of Object.entries(report.serverProblems)) {
           if (lines.length === 0) continue;
           process.stdout.write(`\n${server} logged ${lines.length} warning/error line(s); first ones:\n`);
@@ -128,6 +139,21 @@ async function main(): Promise<number> {
         }
         exitCode = Math.max(exitCode, 1);
       }
+    }
+    if (comparisons.length > 0) {
+      printSummary(comparisons);
+      const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(" ");
+      process.stdout.write(
+        `\nmachine: ${environment.cpu_model}, ${environment.cpus} cores; load average ${load(environment.loadavg_at_start as number[])} at the start, ${load(os.loadavg())} at the end; ${durationS} s per side, ${warmupS} s warm-up\n`,
+      );
+      const file = writeResults("summary", {
+        finished_at: new Date().toISOString(),
+        settings: { duration_s: durationS, warmup_s: warmupS },
+        environment: { ...environment, loadavg_at_end: os.loadavg() },
+        scenarios: ran,
+        comparisons,
+      });
+      process.stdout.write(`\nsummary: ${path.relative(process.cwd(), file)}\n`);
     }
   } finally {
     clearTimeout(watchdog);

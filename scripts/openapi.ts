@@ -1,8 +1,10 @@
 // Writes docs/openapi.json: the partner API's OpenAPI document exactly as GET /openapi.json serves
-// it, generated from the route schemas (packages/server/src/http/openapi.ts). The test
-// packages/server/src/http/openapi.test.ts fails when the committed file differs from what the
-// routes generate: after changing a route, run `npm run openapi` and commit the result.
-// Usage: node scripts/openapi.ts [--stdout]
+// it, generated from the route schemas (packages/server/src/http/openapi.ts); and from it the SDK's
+// wire types, packages/sdk/src/wire.ts (scripts/wire-types.ts). The tests
+// packages/server/src/http/openapi.test.ts and packages/sdk/src/wire.test.ts fail when a committed
+// file differs from what the routes generate: after changing a route, run `npm run openapi` and
+// commit the result.
+// Usage: node scripts/openapi.ts [--stdout]   (--stdout prints the document and writes nothing)
 
 import fs from "node:fs";
 import path from "node:path";
@@ -13,8 +15,10 @@ import { openApiPath, openApiText } from "../packages/server/src/http/openapi.ts
 import { systemClock } from "../packages/server/src/platform/clock.ts";
 import { systemRandom } from "../packages/server/src/platform/random.ts";
 import { buildServices } from "../packages/server/src/services.ts";
+import { wireTypesFile, wireTypesText } from "./wire-types.ts";
 
-const file = path.resolve(import.meta.dirname, "..", "docs", "openapi.json");
+const root = path.resolve(import.meta.dirname, "..");
+const file = path.join(root, "docs", "openapi.json");
 
 // The partner app over an empty in-memory database: the document needs no data, and no request
 // but GET /openapi.json reaches the app.
@@ -38,4 +42,7 @@ if (process.argv.includes("--stdout")) {
 } else {
   fs.writeFileSync(file, text);
   process.stdout.write(`wrote ${path.relative(process.cwd(), file)}\n`);
+  const wire = path.join(root, wireTypesFile);
+  fs.writeFileSync(wire, await wireTypesText(JSON.parse(text)));
+  process.stdout.write(`wrote ${path.relative(process.cwd(), wire)}\n`);
 }

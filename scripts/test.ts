@@ -28,13 +28,23 @@ function testFiles(): string[] {
   return out.sort();
 }
 
+/**
+ * No single test may wait longer than this: a test stuck on a child that never answers fails with
+ * its name instead of holding the run until CI's own limit.
+ */
+const testTimeoutMs = 300_000;
+
 function runTests(env: NodeJS.ProcessEnv): number {
   const files = testFiles();
-  const r = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], {
-    cwd: root,
-    stdio: "inherit",
-    env,
-  });
+  const r = spawnSync(
+    process.execPath,
+    ["--test", "--test-concurrency=2", `--test-timeout=${testTimeoutMs}`, ...files],
+    {
+      cwd: root,
+      stdio: "inherit",
+      env,
+    },
+  );
   return r.status ?? 1;
 }
 

@@ -72,7 +72,7 @@ rec AS (INSERT INTO used_signatures (partner_id, signature, expires_at)
         ON CONFLICT DO NOTHING RETURNING 1)
 SELECT p.*, EXISTS (SELECT 1 FROM rec) AS recorded FROM p;`,
       `SELECT ${clientAndAsset}`,
-      `SELECT * FROM fund_order(${p}, :id, 'r-' || :ref || '-' || :client_id, 'deposit', 'AED', '1.00'::numeric, (:id % 16)::smallint);`,
+      `SELECT * FROM fund_order(${p}, :id, 'r-' || :ref || '-' || :client_id, 'deposit', 'AED', '1.00'::numeric, (:id % 16)::smallint, '{client,omnibus}'::text[], ARRAY[:id, NULL]::bigint[], '{AED,AED}'::text[], '{1.00,-1.00}'::numeric[]);`,
     ].join("\n"),
   };
 }

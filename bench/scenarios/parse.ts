@@ -1,4 +1,4 @@
-// The strict amount parser on hostile input (issue "Money": absurd exponents are refused in under
+// The strict amount parser on hostile input (docs/decisions.md "Wire": absurd exponents are refused, in under
 // 50 ms): time per call of parseAmount for each input, in-process, best of several rounds.
 
 import { parseAmount } from "@counterpart/protocol";

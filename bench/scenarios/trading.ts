@@ -1,45 +1,49 @@
-// Issue "Concurrency on PostgreSQL", benchmark part for trading: quote-then-execute pairs per
-// second on a local PostgreSQL server. C workers (default 32) each repeat, one after the other:
-// POST /v1/partner/quotes (a small BTC-AED buy for the next of N funded clients), then POST
-// /v1/partner/quotes/execute with the token it returned. Every request is freshly signed. A pair
-// counts when the execution answers 200 with an order in status `completed`.
+// Trading throughput (docs/decisions.md "One call per order") against the reference:
+// quote-then-execute pairs per second on a local PostgreSQL server, on Counterpart and on the
+// reference (bench/reference-server.ts: the quote is a price read and an insert; the execution one
+// transaction that locks the quote, inserts the order and updates two balances) started on the same
+// database. C workers (default 32) each repeat, one after the other: POST /v1/partner/quotes (a
+// small BTC-AED buy for the next of N funded clients), then POST /v1/partner/quotes/execute with
+// the token it returned. Every request is freshly signed. A pair counts when the execution answers
+// 200 with an order in status `completed`.
 //
-// Printed: pairs/s, p50/p99 of the pair latency (quote sent → execution answered), non-2xx and
-// failed requests (any makes the run fail), the CPU of the service's whole process tree (primary
-// and workers) and of the database's backends per pair, from /proc. Afterwards the ledger check
-// (GET /admin/ledger/check) must be clean, and the buy orders in the database must be exactly the
-// completed executions.
+// Printed for both: pairs/s, p50/p99 of the pair latency (quote sent → execution answered), non-2xx
+// and failed requests (any makes the run fail), the CPU of the server's whole process tree (primary
+// and workers) and of the database's backends per pair, from /proc, and the ratio Counterpart ÷
+// reference (target ≥ 1.0). Afterwards the service's ledger check (GET /admin/ledger/check) must
+// be clean, the buy orders in the database must be exactly the completed executions, and so must
+// the reference's.
 //
 // Environment (besides run.ts's):
 //   BENCH_DATABASE_URL  server to create the database on (default postgres://postgres@127.0.0.1:5432/postgres)
-//   BENCH_WORKERS       API processes of the service (WORKERS; default 2)
+//   BENCH_WORKERS       API processes of the service and of the reference (WORKERS; default 2)
 //   BENCH_CLIENTS       verified clients the trades are spread over (default 64)
 //   BENCH_CONNECTIONS   when set, replaces the 32 concurrent workers
 
-import crypto from "node:crypto";
 import http from "node:http";
-import path from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
-import { formatDecimal, generateKeyPair, parseDecimal, signRequest } from "@counterpart/protocol";
-import { openDatabase } from "../../packages/server/src/db/database.ts";
-import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
+import { formatDecimal, parseDecimal, signRequest } from "@counterpart/protocol";
+import {
+  adminCall,
+  type Comparison,
+  comparison,
+  printComparisons,
+  type Side,
+  startPair,
+} from "../compare.ts";
 import {
   clockTicksPerSecond,
-  fixed,
   hostBusyTicks,
   loadNotes,
   type Partner,
-  printTable,
   type Scenario,
   type ScenarioReport,
   sleep,
-  startService,
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
-import { backendsOf, CpuSampler, freshBenchDatabase, intFromEnv, processTree } from "../proc.ts";
+import { backendsOf, CpuSampler, processTree } from "../proc.ts";
 
-const adminToken = "bench-admin-token-0123456789abcdef";
 const pair = "BTC-AED";
 const price = { buy: "350000", sell: "349000" };
 const baseAmount = "0.001";
@@ -249,53 +253,150 @@ function codeOf(body: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
-async function adminCall(adminUrl: string, method: string, url: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${adminUrl}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${adminToken}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
+/** Warm-up, then the measured loop on one server, with its process tree's and the backends' CPU. */
+async function measurePairs(options: {
+  who: string;
+  url: string;
+  rootPid: number;
+  dbName: string;
+  partner: Partner;
+  clientCount: number;
+  workersLoop: number;
+  warmupS: number;
+  durationS: number;
+  onCleanup: (label: string, fn: () => void) => void;
+}): Promise<{ warm: LoopStats | null; run: LoopStats; target: TargetResult; side: Side; notes: string[] }> {
+  const { who, workersLoop, clientCount } = options;
+  const notes: string[] = [];
+  const client = new SignedClient(options.url, options.partner, workersLoop);
+  options.onCleanup(`close the bench's HTTP connections to ${who}`, () => client.close());
+  if (options.warmupS > 0) {
+    process.stdout.write(
+      `bench: trading (${who}): warm-up ${options.warmupS} s with ${workersLoop} workers\n`,
+    );
+  }
+  const warm = options.warmupS > 0 ? await runPairs(client, clientCount, workersLoop, options.warmupS) : null;
+
+  process.stdout.write(
+    `bench: trading (${who}): ${options.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
+  );
+  const serverCpu = new CpuSampler(() => processTree(options.rootPid));
+  const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
+  serverCpu.start();
+  pgCpuSampler.start();
+  const stopSamplers = () => {
+    serverCpu.stop();
+    pgCpuSampler.stop();
+  };
+  const hostBefore = hostBusyTicks();
+  const selfBefore = process.cpuUsage();
+  let run: LoopStats;
+  try {
+    run = await runPairs(client, clientCount, workersLoop, options.durationS);
+  } catch (err) {
+    stopSamplers();
+    throw err;
+  }
+  const self = process.cpuUsage(selfBefore);
+  const hostTicks = hostBusyTicks() - hostBefore;
+  const server = serverCpu.stop();
+  const pgCpu = pgCpuSampler.stop();
+  client.close();
+  if (server.gone > 0) notes.push(`trading (${who}): a server process exited during the measured run`);
+
+  const hz = clockTicksPerSecond();
+  const pairs = run.completed;
+  const seconds = run.wallMs / 1000;
+  const pairsPerS = pairs / seconds;
+  const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
+  const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
+  const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
+  const ms = (us: number) => us / 1000;
+  const h = run.histogram;
+  const latencyMs =
+    pairs > 0
+      ? {
+          mean: ms(h.mean),
+          p50: ms(h.percentile(50)),
+          p90: ms(h.percentile(90)),
+          p99: ms(h.percentile(99)),
+          max: ms(h.max),
+        }
+      : { mean: Number.NaN, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
+  const non2xx = sum(run.non2xx);
+  const warmNon2xx = warm === null ? 0 : sum(warm.non2xx);
+  const otherStatus = sum(run.otherStatus) + (warm === null ? 0 : sum(warm.otherStatus));
+  const statusCodes: Record<string, number> = { "execute 200 completed": run.completed };
+  for (const [k, v] of Object.entries(run.non2xx)) statusCodes[k] = v;
+  for (const [k, v] of Object.entries(run.otherStatus)) statusCodes[`execute 200 ${k}`] = v;
+  if (non2xx + warmNon2xx > 0) {
+    notes.push(`${who}: non-2xx answers: ${JSON.stringify({ ...(warm?.non2xx ?? {}), ...run.non2xx })}`);
+  }
+  if (otherStatus > 0) notes.push(`${who}: executions not completed: ${JSON.stringify(run.otherStatus)}`);
+
+  const target: TargetResult = {
+    label: `quote → execute pairs (${who})`,
+    url: options.url,
+    method: "POST",
+    path: "/v1/partner/quotes + /v1/partner/quotes/execute",
+    signed: true,
+    connections: workersLoop,
+    durationS: seconds,
+    requests: pairs,
+    reqPerSecMean: pairsPerS,
+    latencyMs,
+    autocannonLatencyMs: { p50: latencyMs.p50, p99: latencyMs.p99, mean: latencyMs.mean },
+    non2xx,
+    errors: run.errors,
+    timeouts: 0,
+    statusCodes,
+    firstNon2xx: warm?.firstProblem ?? run.firstProblem,
+    warmup: {
+      durationS: options.warmupS,
+      requests: warm?.completed ?? 0,
+      non2xx: warmNon2xx,
+      errors: warm?.errors ?? 0,
     },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(requestTimeoutMs),
-  });
-  return { status: res.status, body: await res.text() };
+    serverCpuTicks: server.ticks,
+    serverCpuUsPerRequest: usPer(server.ticks),
+    serverCpuPercent: percentOfCore(server.ticks),
+    clientCpuPercent,
+    otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
+    ok:
+      pairs > 0 &&
+      non2xx === 0 &&
+      run.errors === 0 &&
+      warmNon2xx === 0 &&
+      (warm?.errors ?? 0) === 0 &&
+      otherStatus === 0,
+  };
+  const side: Side = {
+    ops: pairs,
+    opsPerS: pairsPerS,
+    p50Ms: latencyMs.p50,
+    p99Ms: latencyMs.p99,
+    serverCpuUsPerOp: usPer(server.ticks),
+    serverCpuPercent: percentOfCore(server.ticks),
+    pgCpuUsPerOp: usPer(pgCpu.ticks),
+    pgCpuPercent: percentOfCore(pgCpu.ticks),
+    benchCpuPercent: clientCpuPercent,
+    otherCpuPercent: target.otherCpuPercent,
+    non2xx: non2xx + warmNon2xx,
+    errors: run.errors + (warm?.errors ?? 0),
+    ok: target.ok,
+  };
+  return { warm, run, target, side, notes };
 }
 
 export const trading: Scenario = {
   name: "trading",
-  description: "signed quote-then-execute pairs (BTC-AED buys) per second on PostgreSQL",
+  description: "signed quote-then-execute pairs (BTC-AED buys) on PostgreSQL, Counterpart vs reference",
 
   async run(ctx): Promise<ScenarioReport> {
     const notes: string[] = [];
     const workersLoop = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
-    const apiProcesses = intFromEnv("BENCH_WORKERS", 2, 1, 64);
-    const clientCount = intFromEnv("BENCH_CLIENTS", 64, 1, 100_000);
-    const { dbName, databaseUrl } = await freshBenchDatabase(ctx.cleanup);
-    process.stdout.write(`bench: database ${dbName}\n`);
-
-    const service = await startService(ctx.cleanup, {
-      dataDir: path.join(ctx.scratchDir, "data"),
-      env: { DATABASE_URL: databaseUrl, WORKERS: String(apiProcesses), ADMIN_TOKEN: adminToken },
-    });
-    const adminUrl = service.adminUrl;
-    if (adminUrl === null) throw new Error("the service runs no admin API");
-
-    // A partner through the admin API, clients straight into the database, funds through the API.
-    const keys = generateKeyPair();
-    const created = await adminCall(adminUrl, "POST", "/admin/partners", {
-      name: "Bench Partner",
-      public_key_pem: keys.publicKeyPem,
-      allowed_ips: ["127.0.0.1/32", "::1/128"],
-    });
-    if (created.status !== 201) throw new Error(`partner create answered ${created.status}: ${created.body}`);
-    const partner: Partner = {
-      partnerId: (JSON.parse(created.body) as { result: { id: string } }).result.id,
-      privateKey: crypto.createPrivateKey(keys.privateKeyPem),
-    };
-    const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
-    ctx.cleanup.add("close the bench's database pool", () => database.close());
-    for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
+    const bench = await startPair(ctx, { referenceAed: fundingPerClient });
+    const { adminUrl, partner, service, reference, database, clientCount, dbName } = bench;
 
     const setPrice = async () => {
       const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, price);
@@ -303,10 +404,11 @@ export const trading: Scenario = {
     };
     await setPrice();
 
-    const client = new SignedClient(service.partnerUrl, partner, workersLoop);
-    ctx.cleanup.add("close the bench's HTTP connections", () => client.close());
+    // The service's clients are funded through its API; the reference's got theirs in its table.
+    const funder = new SignedClient(service.partnerUrl, partner, 1);
+    ctx.cleanup.add("close the bench's HTTP connections", () => funder.close());
     for (let n = 1; n <= clientCount; n++) {
-      const res = await client.post("/v1/partner/deposits", {
+      const res = await funder.post("/v1/partner/deposits", {
         partner_client_id: `client-${n}`,
         asset_id: "AED",
         amount: fundingPerClient,
@@ -314,6 +416,7 @@ export const trading: Scenario = {
       });
       if (res.status !== 200) throw new Error(`funding client-${n} answered ${res.status}: ${res.body}`);
     }
+    funder.close();
 
     let refreshFailure: string | null = null;
     const refresher = setInterval(() => {
@@ -323,31 +426,29 @@ export const trading: Scenario = {
     }, priceRefreshMs);
     ctx.cleanup.add("stop the price refresher", () => clearInterval(refresher));
 
-    if (ctx.warmupS > 0) {
-      process.stdout.write(`bench: trading: warm-up ${ctx.warmupS} s with ${workersLoop} workers\n`);
-    }
-    const warm = ctx.warmupS > 0 ? await runPairs(client, clientCount, workersLoop, ctx.warmupS) : null;
-
-    process.stdout.write(
-      `bench: trading: ${ctx.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
-    );
-    const serverCpu = new CpuSampler(() => processTree(service.child.pid));
-    const pgCpuSampler = new CpuSampler(() => backendsOf(dbName));
-    serverCpu.start();
-    pgCpuSampler.start();
-    ctx.cleanup.add("stop the CPU samplers", () => {
-      serverCpu.stop();
-      pgCpuSampler.stop();
+    const common = {
+      dbName,
+      partner,
+      clientCount,
+      workersLoop,
+      warmupS: ctx.warmupS,
+      durationS: ctx.durationS,
+      onCleanup: (label: string, fn: () => void) => ctx.cleanup.add(label, fn),
+    };
+    const cp = await measurePairs({
+      ...common,
+      who: "Counterpart",
+      url: service.partnerUrl,
+      rootPid: service.child.pid,
     });
-    const hostBefore = hostBusyTicks();
-    const selfBefore = process.cpuUsage();
-    const run = await runPairs(client, clientCount, workersLoop, ctx.durationS);
-    const self = process.cpuUsage(selfBefore);
-    const hostTicks = hostBusyTicks() - hostBefore;
-    const server = serverCpu.stop();
-    const pgCpu = pgCpuSampler.stop();
+    const ref = await measurePairs({
+      ...common,
+      who: "reference",
+      url: reference.url,
+      rootPid: reference.child.pid,
+    });
     clearInterval(refresher);
-    if (server.gone > 0) notes.push("a service process exited during the measured run");
+    notes.push(...cp.notes, ...ref.notes);
     if (refreshFailure !== null) notes.push(`a price refresh failed: ${refreshFailure}`);
 
     // Afterwards: the ledger balances, and every completed execution is exactly one buy order.
@@ -366,7 +467,7 @@ export const trading: Scenario = {
       .groupBy(["type", "status"])
       .execute();
     const orders = Object.fromEntries(orderCounts.map((r) => [`${r.type} ${r.status}`, Number(r.n)]));
-    const completedAnswers = (warm?.completed ?? 0) + run.completed;
+    const completedAnswers = (cp.warm?.completed ?? 0) + cp.run.completed;
     const consistent =
       (orders["buy completed"] ?? 0) === completedAnswers &&
       sum(orders) === (orders["buy completed"] ?? 0) + (orders["deposit completed"] ?? 0) &&
@@ -383,139 +484,77 @@ export const trading: Scenario = {
       .where("kind", "=", "client")
       .groupBy("asset_id")
       .execute();
+    const unit = parseDecimal(baseAmount) ?? 0n;
     const btcHeld = parseDecimal(held.find((h) => h.asset_id === "BTC")?.total ?? "0");
-    const btcExpected = BigInt(completedAnswers) * (parseDecimal(baseAmount) ?? 0n);
+    const btcExpected = BigInt(completedAnswers) * unit;
     if (btcHeld !== btcExpected) {
       notes.push(
         `INCONSISTENT: clients hold ${formatDecimal(btcHeld ?? 0n)} BTC, the completed buys make ${formatDecimal(btcExpected)}`,
       );
     }
+    // The same of the reference, in its own tables.
+    const refCompleted = (ref.warm?.completed ?? 0) + ref.run.completed;
+    const refFacts = (
+      await bench.pgClient.query<{ buys: string; btc: string | null }>(
+        `SELECT (SELECT count(*) FROM ref_orders WHERE type = 'buy')::text AS buys,
+                (SELECT sum(balance) FROM ref_balances WHERE asset_id = 'BTC')::text AS btc`,
+      )
+    ).rows[0];
+    const refConsistent =
+      Number(refFacts?.buys) === refCompleted &&
+      parseDecimal(refFacts?.btc ?? "0") === BigInt(refCompleted) * unit;
+    if (!refConsistent) {
+      notes.push(
+        `INCONSISTENT (reference): ${refCompleted} executions answered completed; ${refFacts?.buys} buy orders, ${refFacts?.btc} BTC held`,
+      );
+    }
     await database.close();
 
-    const hz = clockTicksPerSecond();
-    const pairs = run.completed;
-    const seconds = run.wallMs / 1000;
-    const pairsPerS = pairs / seconds;
-    const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
-    const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
-    const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
-    const ms = (us: number) => us / 1000;
-    const h = run.histogram;
-    const latencyMs =
-      pairs > 0
-        ? {
-            mean: ms(h.mean),
-            p50: ms(h.percentile(50)),
-            p90: ms(h.percentile(90)),
-            p99: ms(h.percentile(99)),
-            max: ms(h.max),
-          }
-        : { mean: Number.NaN, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
-    const non2xx = sum(run.non2xx);
-    const warmNon2xx = warm === null ? 0 : sum(warm.non2xx);
-    const otherStatus = sum(run.otherStatus) + (warm === null ? 0 : sum(warm.otherStatus));
-    const statusCodes: Record<string, number> = { "execute 200 completed": run.completed };
-    for (const [k, v] of Object.entries(run.non2xx)) statusCodes[k] = v;
-    for (const [k, v] of Object.entries(run.otherStatus)) statusCodes[`execute 200 ${k}`] = v;
-
-    const target: TargetResult = {
-      label: "quote → execute pairs",
-      url: service.partnerUrl,
-      method: "POST",
-      path: "/v1/partner/quotes + /v1/partner/quotes/execute",
-      signed: true,
-      connections: workersLoop,
-      durationS: seconds,
-      requests: pairs,
-      reqPerSecMean: pairsPerS,
-      latencyMs,
-      autocannonLatencyMs: { p50: latencyMs.p50, p99: latencyMs.p99, mean: latencyMs.mean },
-      non2xx,
-      errors: run.errors,
-      timeouts: 0,
-      statusCodes,
-      firstNon2xx: warm?.firstProblem ?? run.firstProblem,
-      warmup: {
-        durationS: ctx.warmupS,
-        requests: warm?.completed ?? 0,
-        non2xx: warmNon2xx,
-        errors: warm?.errors ?? 0,
-      },
-      serverCpuTicks: server.ticks,
-      serverCpuUsPerRequest: usPer(server.ticks),
-      serverCpuPercent: percentOfCore(server.ticks),
-      clientCpuPercent,
-      otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
-      ok:
-        pairs > 0 &&
-        non2xx === 0 &&
-        run.errors === 0 &&
-        warmNon2xx === 0 &&
-        (warm?.errors ?? 0) === 0 &&
-        otherStatus === 0,
-    };
-
-    printTable(
-      `trading (${workersLoop} workers, ${ctx.durationS} s, ${ctx.warmupS} s warm-up, ${apiProcesses} API process${apiProcesses > 1 ? "es" : ""}, ${clientCount} clients)`,
-      [
-        "target",
-        "pairs/s",
-        "p50 ms",
-        "p99 ms",
-        "srv CPU µs/pair",
-        "srv CPU %",
-        "PG CPU µs/pair",
-        "PG CPU %",
-        "bench CPU %",
-        "other CPU %",
-        "non-2xx",
-        "errors",
-      ],
-      [
-        [
-          target.label,
-          fixed(pairsPerS, 0),
-          fixed(latencyMs.p50, 2),
-          fixed(latencyMs.p99, 2),
-          fixed(target.serverCpuUsPerRequest, 0),
-          fixed(target.serverCpuPercent, 0),
-          fixed(usPer(pgCpu.ticks), 0),
-          fixed(percentOfCore(pgCpu.ticks), 0),
-          fixed(clientCpuPercent, 0),
-          fixed(target.otherCpuPercent, 0),
-          `${non2xx + warmNon2xx}${non2xx + warmNon2xx > 0 ? " !!" : ""}`,
-          `${run.errors + (warm?.errors ?? 0)}${run.errors + (warm?.errors ?? 0) > 0 ? " !!" : ""}`,
-        ],
-      ],
+    const comparisons: Comparison[] = [
+      comparison(
+        {
+          scenario: "trading",
+          path: "quote → execute pairs",
+          unit: "pair",
+          connections: workersLoop,
+          durationS: ctx.durationS,
+          target: 1.0,
+        },
+        cp.side,
+        ref.side,
+      ),
+    ];
+    printComparisons(
+      `trading (${workersLoop} workers, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${bench.workers} processes per server, ${clientCount} clients; ops are pairs)`,
+      comparisons,
     );
     process.stdout.write(
-      `\n${pairs} pairs completed in ${fixed(seconds, 2)} s; ledger check ${ledgerOk ? "clean" : "NOT CLEAN"}; ` +
-        `orders ${JSON.stringify(orders)}\n`,
+      `\nCounterpart: ${cp.run.completed} pairs completed in ${(cp.run.wallMs / 1000).toFixed(2)} s; ledger check ${ledgerOk ? "clean" : "NOT CLEAN"}; ` +
+        `orders ${JSON.stringify(orders)}\nreference: ${ref.run.completed} pairs completed in ${(ref.run.wallMs / 1000).toFixed(2)} s\n`,
     );
-    if (non2xx + warmNon2xx > 0) {
-      notes.push(`non-2xx answers: ${JSON.stringify({ ...(warm?.non2xx ?? {}), ...run.non2xx })}`);
-    }
-    if (otherStatus > 0) notes.push(`executions not completed: ${JSON.stringify(run.otherStatus)}`);
-    notes.push(...loadNotes([target]));
+    notes.push(...loadNotes([cp.target, ref.target]));
 
     return {
       name: "trading",
-      ok: target.ok && ledgerOk && consistent && btcHeld === btcExpected,
-      targets: [target],
-      ratios: {},
+      ok: cp.target.ok && ref.target.ok && ledgerOk && consistent && btcHeld === btcExpected && refConsistent,
+      targets: [cp.target, ref.target],
+      ratios: { pairs_per_s_counterpart_over_reference: comparisons[0]?.ratio ?? Number.NaN },
       // The bench stops it on purpose; the rest is news.
       serverProblems: {
         counterpart: service.child.output.problems().filter((l) => l !== "counterpart: stopped on SIGTERM"),
+        reference: reference.child.output.problems(),
       },
       notes,
-      api_processes: apiProcesses,
+      comparisons,
+      api_processes: bench.workers,
       clients: clientCount,
       base_amount: baseAmount,
-      pairs_per_s: pairsPerS,
-      pair_latency_ms: latencyMs,
-      database_cpu_us_per_pair: usPer(pgCpu.ticks),
+      pairs_per_s: cp.side.opsPerS,
+      pair_latency_ms: cp.target.latencyMs,
+      database_cpu_us_per_pair: cp.side.pgCpuUsPerOp,
       ledger: { ok: ledgerOk, differences: ledger?.differences.length ?? null },
       orders,
+      reference_orders: { buy: Number(refFacts?.buys) },
     };
   },
 };

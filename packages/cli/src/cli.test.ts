@@ -123,6 +123,38 @@ test("counterpart CLI against a running sandbox", async (t) => {
     assert.deepEqual(json(restored).allowed_ips, ["127.0.0.1", "::1"]);
   });
 
+  await t.test("limits sets the partner's budgets; over one, the partner commands say so", async () => {
+    const set = await runCli(["partner", "limits", partnerId, "--reads", "1", "--json"], env);
+    assertOk(set);
+    const budgets = (json(set) as { rate_limits: Record<string, { per_minute: number; default: boolean }> })
+      .rate_limits;
+    assert.deepEqual(budgets.reads, { per_minute: 1, default: false });
+    assert.equal(budgets.writes?.default, true);
+    const first = await runCli(["call", "GET", "/v1/partner/asset-pairs", ...signAsPartner(keysA)], env);
+    assertOk(first);
+    const over = await runCli(["call", "GET", "/v1/partner/asset-pairs", ...signAsPartner(keysA)], env);
+    assert.equal(over.code, 1);
+    assert.match(over.stdout, /^HTTP 429 Too Many Requests$/m);
+    assert.match(over.stdout, /^rate limit reached: nothing was applied; send it again in [0-9]+ s$/m);
+    const listed = await runCli(["order", "list", ...signAsPartner(keysA)], env);
+    assert.equal(listed.code, 1);
+    assert.match(
+      listed.stderr,
+      /error 429: Too Many Requests: partner .* rate limit for this kind of request is reached; nothing was applied; try again in [0-9]+ s/,
+    );
+    const bad = await runCli(["partner", "limits", partnerId, "--reads", "0"], env);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--reads: expected requests per minute from 1 to 10000000, or default; got "0"/);
+    const none = await runCli(["partner", "limits", partnerId], env);
+    assert.equal(none.code, 2);
+    const restored = await runCli(["partner", "limits", partnerId, "--reads", "default"], env);
+    assertOk(restored);
+    assert.match(
+      restored.stdout,
+      /^rate_limits: +reads 6000\/min \(default\), writes 3000\/min \(default\), quotes 1200\/min \(default\)$/m,
+    );
+  });
+
   await t.test("set-key replaces the public key", async () => {
     const r = await runCli(
       ["partner", "set-key", partnerId, "--public-key", path.join(keysB, "public-key.pem"), "--json"],
@@ -139,6 +171,99 @@ test("counterpart CLI against a running sandbox", async (t) => {
     assert.equal(oldKey.code, 1);
     assert.equal(json(oldKey).status, 401);
     assertOk(newKey);
+  });
+
+  await t.test("key add, list and retire: a rotation without downtime", async () => {
+    const keyFile = (name: string) => {
+      const file = path.join(tmp, `${name}.pem`);
+      const pair = generateKeyPairSync("ed25519", {
+        publicKeyEncoding: { type: "spki", format: "pem" },
+        privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      });
+      fs.writeFileSync(file, pair.publicKey);
+      return file;
+    };
+    const call = (keys: string) =>
+      runCli(["call", "GET", "/v1/partner/asset-pairs", ...signAsPartner(keys), "--json"], env);
+
+    const added = await runCli(
+      [
+        "partner",
+        "key",
+        "add",
+        partnerId,
+        "--public-key",
+        path.join(keysA, "public-key.pem"),
+        "--label",
+        "rotation 2026",
+        "--json",
+      ],
+      env,
+    );
+    assertOk(added);
+    assert.equal(json(added).label, "rotation 2026");
+    assert.equal(json(added).active, true);
+    const newKeyId = String(json(added).id);
+    const [a, b] = await Promise.all([call(keysA), call(keysB)]);
+    assertOk(a);
+    assertOk(b);
+
+    const [listJson, listText] = await Promise.all([
+      runCli(["partner", "key", "list", partnerId, "--json"], env),
+      runCli(["partner", "key", "list", partnerId], env),
+    ]);
+    assertOk(listJson);
+    assertOk(listText);
+    const items = json(listJson).items as {
+      id: string;
+      label: string;
+      active: boolean;
+      public_key_pem: string;
+    }[];
+    const active = items.filter((k) => k.active);
+    assert.equal(active.length, 2);
+    const oldKey = active.find((k) => k.id !== newKeyId)!;
+    assert.match(listText.stdout.split("\n")[0]!, /^ID\s+LABEL\s+ACTIVE\s+CREATED\s+RETIRED\s+KEY$/);
+    assert.ok(listText.stdout.includes("rotation 2026"));
+
+    // A third key is accepted, a fourth refused with the reason.
+    assertOk(
+      await runCli(
+        ["partner", "key", "add", partnerId, "--public-key", keyFile("third"), "--label", "third"],
+        env,
+      ),
+    );
+    assertFails(
+      await runCli(
+        ["partner", "key", "add", partnerId, "--public-key", keyFile("fourth"), "--label", "4th"],
+        env,
+      ),
+      2,
+      /already has 3 active keys; retire one first/,
+    );
+    const third = (
+      json(await runCli(["partner", "key", "list", partnerId, "--json"], env)).items as typeof items
+    ).find((k) => k.label === "third")!;
+
+    const retired = await runCli(["partner", "key", "retire", partnerId, oldKey.id], env);
+    assertOk(retired);
+    assert.match(retired.stdout, /^active:\s+false$/m);
+    assertOk(await runCli(["partner", "key", "retire", partnerId, third.id, "--json"], env));
+    const [oldSigner, newSigner] = await Promise.all([call(keysB), call(keysA)]);
+    assert.equal(oldSigner.code, 1);
+    assert.equal(json(oldSigner).status, 401);
+    assertOk(newSigner);
+
+    // Back to key B alone, for the tests below: set-key replaces every key.
+    assertOk(
+      await runCli(
+        ["partner", "set-key", partnerId, "--public-key", path.join(keysB, "public-key.pem")],
+        env,
+      ),
+    );
+    const [afterA, afterB] = await Promise.all([call(keysA), call(keysB)]);
+    assert.equal(json(afterA).status, 401);
+    assertOk(afterB);
   });
 
   await t.test("disable refuses the partner's requests; enable accepts them again", async () => {
@@ -202,6 +327,11 @@ test("counterpart CLI against a running sandbox", async (t) => {
       [["partner", "enable", unknown], /unknown partner/],
       [["partner", "show", "a".repeat(100)], /unknown partner a{100}$/],
       [["partner", "set-key", "not-a-uuid", "--public-key", pub], /unknown partner not-a-uuid/],
+      [["partner", "key", "list", unknown], new RegExp(`unknown partner ${unknown}`)],
+      [["partner", "key", "retire", unknown, unknown], new RegExp(`unknown partner ${unknown}`)],
+      [["partner", "key", "retire", partnerId, unknown], new RegExp(`unknown key ${unknown} of partner`)],
+      [["partner", "key", "add", partnerId, "--public-key", pub], /required option '--label <label>'/],
+      [["partner", "key", "add", partnerId, "--public-key", small, "--label", "x"], /small-order/],
       // Checked by the admin API (422), reported with its message.
       [create("--public-key", pub).map((a) => (a === "Bad" ? "x".repeat(300) : a)), /name/i],
       [["call", "POST", "/v1/partner/asset-pairs", "--data", "{bad"], /--data is not valid JSON/],

@@ -1,7 +1,8 @@
 // `npm run demo` (scripts/demo.ts) as a user runs it right after `npm start`: against a sandbox
 // with the simulated price feed (prices move while it runs), twice at once (each run onboards its
 // own client); then with the pair's price pinned an hour in the past, so stale (4001, said
-// plainly); and with no sandbox running (one line saying to run `npm start` first, exit 1).
+// plainly); then right after `price resume` (priced at once); and with no sandbox running (one
+// line saying to run `npm start` first, exit 1).
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -93,6 +94,18 @@ test("npm run demo", async (t) => {
     const lines = r.stderr.split("\n").filter((l) => l !== "");
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0]!, /^demo: the buy quote failed with 4001 \(.*\): the BTC-AED price is stale/);
+  });
+
+  await t.test("price resume prices the stale pair at once: the demo right after it succeeds", async () => {
+    // The pair is still pinned an hour in the past (the step above); resume must not leave it stale
+    // until the feed's next tick.
+    const resumed = await runCli(["price", "resume", "BTC-AED", "--json"], live.env);
+    assertOk(resumed);
+    const pair = JSON.parse(resumed.stdout) as { price_pinned: boolean; price_at: string };
+    assert.equal(pair.price_pinned, false);
+    assert.ok(Date.now() - Date.parse(pair.price_at) < 60_000, pair.price_at);
+    const r = await runDemo(live.env);
+    assertExit(r, 0, live.log());
   });
 
   await t.test("without a running sandbox: one line saying to run npm start first", async (st) => {

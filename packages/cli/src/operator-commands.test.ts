@@ -9,7 +9,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { test } from "node:test";
-import { formatLedgerDifferences } from "./output.ts";
+import { formatLedgerDifferences } from "./operator/admin-output.ts";
 import { assertFails, assertOk, closedPort, json, type Run, runCli, startSandbox } from "./testing.ts";
 
 interface Answer {
@@ -224,16 +224,21 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
     assert.equal(doge.sell, "0.24000000");
   });
 
-  await t.test("price resume hands the pair back to the feed", async () => {
-    const [asJson, asText] = await Promise.all([
-      cli("price", "resume", "BTC-AED", "--json"),
-      cli("price", "resume", "DOGE-USD"),
-    ]);
-    assertOk(asJson);
-    assert.equal(json(asJson).price_pinned, false);
-    assertOk(asText);
-    assert.match(asText.stdout, /^prices:\s+from the feed$/m);
-  });
+  await t.test(
+    "price resume with no feed running (PRICE_FEED=manual): refused, the pair stays as set",
+    async () => {
+      const [asJson, asText] = await Promise.all([
+        cli("price", "resume", "BTC-AED", "--json"),
+        cli("price", "resume", "DOGE-USD"),
+      ]);
+      for (const r of [asJson, asText]) {
+        assertFails(r, 2, /No price feed runs \(PRICE_FEED=manual\).*set its prices by hand instead$/);
+      }
+      const [btc, doge] = await Promise.all([pairSeen("BTC-AED"), pairSeen("DOGE-USD")]);
+      assert.equal(btc.buy, "350000.00000000");
+      assert.equal(doge.buy, "0.25000000");
+    },
+  );
 
   await t.test("fee set: a partner's rate for one pair, its default rate and VAT", async () => {
     const [pairRate, defaults] = await Promise.all([

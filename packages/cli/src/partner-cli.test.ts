@@ -7,26 +7,10 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import zlib from "node:zlib";
 import { generateKeyPair } from "@counterpart/protocol";
 import { toMoney } from "@counterpart/sdk";
-import { clientPayload } from "../../server/src/testing/fixtures.ts";
+import { clientPayload, sampleFile } from "../../server/src/testing/fixtures.ts";
 import { assertFails, assertOk, closedPort, json, runCli, startSandbox } from "./testing.ts";
-
-/** The PNG signature and an IHDR chunk (1x1, RGB): enough for the service's magic-byte check. */
-function tinyPng(): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(1, 0);
-  header.writeUInt32BE(1, 4);
-  header[8] = 8;
-  header[9] = 2;
-  const typed = Buffer.concat([Buffer.from("IHDR", "latin1"), header]);
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(header.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(zlib.crc32(typed));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), length, typed, crc]);
-}
 
 /** A client payload file without the fields the test gives as flags (id, e-mail). */
 const { partner_client_id: _id, email: _email, ...clientFile } = clientPayload(2, { name: "Amal Cli" });
@@ -41,7 +25,7 @@ test("partner commands against a running sandbox", async (t) => {
   const cli = (...args: string[]) => runCli(args, env);
   const pcid = "cli-client-1";
   const pngFile = path.join(tmp, "id.png");
-  fs.writeFileSync(pngFile, tinyPng());
+  fs.writeFileSync(pngFile, sampleFile("png", 256));
   const payloadFile = path.join(tmp, "client.json");
   fs.writeFileSync(payloadFile, JSON.stringify(clientFile));
 

@@ -40,8 +40,9 @@ export function baseEnv(dataDir: string, extra: Record<string, string> = {}): No
   return { ...env, DATA_DIR: dataDir, ...extra };
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return runScript(mainTs, args, env);
+/** `input`, when given, is written to the command's standard input (closed otherwise). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Run> {
+  return runScript(mainTs, args, env, input);
 }
 
 /** `npm run demo` (scripts/demo.ts) as a child process. */
@@ -49,13 +50,16 @@ export function runDemo(env: NodeJS.ProcessEnv): Promise<Run> {
   return runScript(demoTs, [], env);
 }
 
-function runScript(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+function runScript(script: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, ...args], {
       cwd: root,
       env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    // Standard input is closed at once when there is nothing to write: the command reads an end.
+    child.stdin.on("error", () => {});
+    child.stdin.end(input ?? "");
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -125,7 +129,10 @@ async function waitForEndpoints(
 /** A port on which nothing listens (bound, then released). */
 export async function closedPort(): Promise<number> {
   const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
   const port = (server.address() as net.AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
@@ -175,6 +182,9 @@ export async function startSandbox(
       ...options.env,
     }),
     stdio: ["ignore", "pipe", "pipe"],
+  });
+  sandbox.on("error", (err) => {
+    serveLog += `\nspawn error: ${err.message}\n`;
   });
   sandbox.stdout.setEncoding("utf8").on("data", (d: string) => {
     serveLog += d;

@@ -1,4 +1,4 @@
-// The enumerations of the partner interface (spec §2, §3), shared by the server (validation,
+// The enumerations of the partner interface (docs/reference.md §2, §3), shared by the server (validation,
 // OpenAPI), the SDK (types) and the CLI, so that one list is the truth for all of them.
 
 export const orderTypes = ["deposit", "withdrawal", "buy", "sell"] as const;
@@ -16,7 +16,7 @@ export const orderSources = [
   "entity_change",
   "platform_specific",
 ] as const;
-/** The sources the list filter accepts (spec §2.3, §4.5). */
+/** The sources the list filter accepts (docs/reference.md §2.3, §4.5). */
 export type OrderSource = (typeof orderSources)[number];
 
 export const orderStatuses = [
@@ -33,7 +33,7 @@ export const orderStatuses = [
 ] as const;
 export type OrderStatus = (typeof orderStatuses)[number];
 
-/** Statuses after which an order never changes (spec §3.3); `completed` is the only success. */
+/** Statuses after which an order never changes (docs/reference.md §3.3); `completed` is the only success. */
 export const finalOrderStatuses = ["completed", "expired", "canceled", "rejected", "failed"] as const;
 
 export const clientStatuses = [
@@ -74,3 +74,15 @@ export const documentTypes = [
   "inquiry_report",
 ] as const;
 export type DocumentType = (typeof documentTypes)[number];
+
+/** What an asset is: the catalog's two kinds. */
+export const assetTypes = ["crypto", "fiat"] as const;
+export type AssetType = (typeof assetTypes)[number];
+
+/** A client's account type; only personal accounts are opened through the partner interface. */
+export const accountTypes = ["personal", "corporate"] as const;
+export type AccountType = (typeof accountTypes)[number];
+
+/** The side of a quote: buy or sell the pair's base asset. */
+export const tradeSides = ["buy", "sell"] as const;
+export type TradeSide = (typeof tradeSides)[number];

@@ -27,7 +27,7 @@ test("docs/errors.md lists exactly the catalog, with the same code, status and m
   }
 });
 
-test("the spec's application codes map to the spec's HTTP statuses", () => {
+test("the contract's application codes map to the contract's HTTP statuses", () => {
   for (const name of errorNames) {
     const { code, status } = errorCatalog[name];
     if (code >= 1000) assert.equal(status, code === 2020 ? 409 : 400, name);

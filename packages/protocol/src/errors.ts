@@ -1,13 +1,16 @@
-// The error catalog of the partner interface (spec §7): one entry per failure a caller can meet,
+// The error catalog of the partner interface (docs/reference.md §7): one entry per failure a caller can meet,
 // named by a closed string literal. The server maps these names to HTTP, the SDK maps wire codes
 // back to names, and docs/errors.md is checked against this table by a test.
 
 export const errorCatalog = {
   unauthorized: { code: 401, status: 401, msg: "Unauthorized" },
+  forbidden: { code: 403, status: 403, msg: "Forbidden" },
   not_found: { code: 404, status: 404, msg: "Not Found" },
   method_not_allowed: { code: 405, status: 405, msg: "Method Not Allowed" },
+  request_timeout: { code: 408, status: 408, msg: "Request Timeout" },
   payload_too_large: { code: 413, status: 413, msg: "Payload Too Large" },
   validation_error: { code: 422, status: 422, msg: "Validation Error" },
+  too_many_requests: { code: 429, status: 429, msg: "Too Many Requests" },
   headers_too_large: { code: 431, status: 431, msg: "Request Header Fields Too Large" },
   internal_error: { code: 500, status: 500, msg: "Internal Server Error" },
   service_unavailable: { code: 503, status: 503, msg: "Service Unavailable" },
@@ -51,7 +54,7 @@ export type ErrorName = keyof typeof errorCatalog;
 
 export const errorNames = Object.keys(errorCatalog) as ErrorName[];
 
-/** One field error of a 422, in the FastAPI/Pydantic shape the spec's examples use. */
+/** One field error of a 422, in the FastAPI/Pydantic shape the contract's examples use. */
 export interface FieldError {
   loc: (string | number)[];
   msg: string;

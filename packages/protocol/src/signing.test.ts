@@ -86,6 +86,14 @@ describe("canonicalPath", () => {
     ["", null],
     ["v1/orders", null],
     ["?a=1", null],
+    // Not what an HTTP client sends: a fragment, a raw space, control or non-ASCII character.
+    ["/v1/partner/asset-pairs#x", null],
+    ["/x?a=1#frag", null],
+    ["/x y", null],
+    ["/x?a=b c", null],
+    ["/x\u0000", null],
+    ["/x\u007f", null],
+    ["/caf\u00e9", null],
   ];
   for (const [input, expected] of cases) {
     test(`${JSON.stringify(input)} -> ${JSON.stringify(expected)}`, () => {

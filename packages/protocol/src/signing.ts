@@ -59,6 +59,9 @@ export function safeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return timingSafeEqual(a, b);
 }
 
+/** A target an HTTP client sends: origin-form, visible ASCII, no "#". */
+const signableTarget = /^\/[\x21-\x22\x24-\x7e]*$/;
+
 /**
  * Canonical PATH of a raw request target, or null if the target is not in
  * origin-form (does not start with "/": absolute-form "http://host/x",
@@ -83,11 +86,14 @@ export function safeEqual(a: Uint8Array, b: Uint8Array): boolean {
  * the same parameters, and HTTP clients differ in whether they emit a bare
  * "?", so treating them alike avoids spurious signature mismatches.
  *
- * A "#fragment" is never sent by HTTP clients; if present it is treated as
- * ordinary bytes of the path or of the last query piece.
+ * Only a target an HTTP client sends can be signed: origin-form, visible
+ * ASCII only (anything else is percent-encoded; a raw byte would reach the
+ * server reinterpreted, not as the bytes signed), and no "#", which clients
+ * never send and routers drop with what follows it. Any other target is null:
+ * the signer refuses it and the service answers 401.
  */
 export function canonicalPath(rawTarget: string): string | null {
-  if (typeof rawTarget !== "string" || !rawTarget.startsWith("/")) return null;
+  if (typeof rawTarget !== "string" || !signableTarget.test(rawTarget)) return null;
   const q = rawTarget.indexOf("?");
   if (q === -1) return rawTarget;
   const path = rawTarget.slice(0, q);
@@ -301,7 +307,9 @@ export function signRequest(p: {
   }
   const path = canonicalPath(p.target);
   if (path === null) {
-    throw new TypeError(`signRequest: target must start with "/": ${JSON.stringify(p.target)}`);
+    throw new TypeError(
+      `signRequest: target must start with "/" and be visible ASCII without "#" (percent-encode the rest): ${JSON.stringify(p.target)}`,
+    );
   }
   const timestamp = String(p.nowMs);
   if (!Number.isSafeInteger(p.nowMs) || !TIMESTAMP_PATTERN.test(timestamp)) {

@@ -4,6 +4,7 @@
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import {
   type Clock,
+  dispatchingFetch,
   type FetchPort,
   type Random,
   type Sleep,
@@ -21,31 +22,40 @@ export const limits = {
   retryBaseDelayMsDefault: 500,
   retryMaxDelayMsDefault: 10_000,
   retryDelayMsMax: 300_000,
-  /** Spec §8: page_size from 1 to 100; iterators ask for the largest page. */
+  /** docs/reference.md §8: page_size from 1 to 100; iterators ask for the largest page. */
   pageSizeMax: 100,
   /** The service refuses pages past this; an iterator never asks for one. */
   pageMax: 1_000_000,
 } as const;
 
-export const sdkVersion = "0.1.0";
+export const sdkVersion = "0.2.0";
 
 export interface CounterpartOptions {
   /** The service's address, e.g. "https://api.example.com" or the sandbox's "http://127.0.0.1:8080". */
   baseUrl: string;
   /** The partner id the operator issued (a UUID), sent as X-Partner-ID. */
   partnerId: string;
-  /** The partner's Ed25519 private key: PKCS#8 PEM text or a KeyObject. It never leaves this process. */
-  privateKey: string | KeyObject;
+  /**
+   * The partner's Ed25519 private key: PKCS#8 PEM text, the raw 32-byte seed (a Uint8Array or
+   * Buffer), or a KeyObject. It never leaves this process.
+   */
+  privateKey: string | Uint8Array | KeyObject;
   /** Per attempt, in ms; default 30 000. */
   timeoutMs?: number;
-  /** Attempts after the first for retryable failures (500, 503, network); default 2, at most 10. */
+  /** Attempts after the first for retryable failures (408, 429, 500, 503, network); default 2, at most 10. */
   maxRetries?: number;
   /** First backoff ceiling in ms; doubles each retry (with jitter), up to retryMaxDelayMs. Default 500. */
   retryBaseDelayMs?: number;
   /** Largest backoff in ms, Retry-After included; default 10 000. */
   retryMaxDelayMs?: number;
-  /** Ports, for tests: HTTP, clock (X-Timestamp), the backoff's sleep and jitter. */
+  /**
+   * Handed to fetch as its `dispatcher`: an undici Agent or ProxyAgent (`npm install undici`) for
+   * keep-alive, connection limits, TLS options or an outgoing proxy. Ignored when `fetch` is set.
+   */
+  dispatcher?: unknown;
+  /** Replaces the HTTP client (tests, or a fetch of your own); the global fetch by default. */
   fetch?: FetchPort;
+  /** Ports, for tests: clock (X-Timestamp), the backoff's sleep and jitter. */
   clock?: Clock;
   sleep?: Sleep;
   random?: Random;
@@ -88,7 +98,23 @@ export function checkMaxRetries(value: number): number {
   return integerIn("maxRetries", value, 0, limits.maxRetriesMax);
 }
 
-function privateKeyOf(value: string | KeyObject): KeyObject {
+/** The PKCS#8 DER prefix of an Ed25519 private key (RFC 8410): the 32-byte seed follows it. */
+const ed25519Pkcs8Prefix = Buffer.from("302e020100300506032b657004220420", "hex");
+
+function privateKeyOf(value: string | Uint8Array | KeyObject): KeyObject {
+  if (value instanceof Uint8Array) {
+    if (value.length !== 32) {
+      throw new TypeError(
+        `Counterpart: a privateKey given as bytes must be the 32-byte Ed25519 seed, got ${value.length} bytes; ` +
+          "pass PEM text as a string",
+      );
+    }
+    return createPrivateKey({
+      key: Buffer.concat([ed25519Pkcs8Prefix, value]),
+      format: "der",
+      type: "pkcs8",
+    });
+  }
   if (typeof value === "string" && value.includes("-----BEGIN PUBLIC KEY-----")) {
     throw new TypeError(
       "Counterpart: privateKey is a public key; pass the partner's private key (the service keeps the public one)",
@@ -167,7 +193,9 @@ export function resolveConfig(options: CounterpartOptions): SenderConfig {
     retryBaseDelayMs,
     retryMaxDelayMs,
     userAgent: `counterpart-sdk/${sdkVersion} node/${process.versions.node}${appInfo === "" ? "" : ` ${appInfo}`}`,
-    fetch: options.fetch ?? systemFetch,
+    fetch:
+      options.fetch ??
+      (options.dispatcher === undefined ? systemFetch : dispatchingFetch(options.dispatcher)),
     clock: options.clock ?? systemClock,
     sleep: options.sleep ?? systemSleep,
     random: options.random ?? systemRandom,

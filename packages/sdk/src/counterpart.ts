@@ -6,6 +6,7 @@ import { Balances } from "./resources/balances.ts";
 import { AssetPairs, Assets, Countries } from "./resources/catalog.ts";
 import { Clients } from "./resources/clients.ts";
 import { Documents } from "./resources/documents.ts";
+import { Events, Webhooks } from "./resources/events.ts";
 import { Deposits, Withdrawals } from "./resources/funding.ts";
 import { Orders } from "./resources/orders.ts";
 import { Quotes } from "./resources/quotes.ts";
@@ -33,6 +34,10 @@ export class Counterpart {
   readonly orders: Orders;
   readonly clients: Clients;
   readonly documents: Documents;
+  /** The event feed (beyond the contract). */
+  readonly events: Events;
+  /** Webhook endpoints, and the check of a delivery's signature (beyond the contract). */
+  readonly webhooks: Webhooks;
 
   constructor(options: CounterpartOptions) {
     const sender = new RequestSender(resolveConfig(options));
@@ -45,6 +50,8 @@ export class Counterpart {
     this.withdrawals = new Withdrawals(sender);
     this.orders = new Orders(sender);
     this.clients = new Clients(sender);
+    this.events = new Events(sender);
+    this.webhooks = new Webhooks(sender);
     this.documents = new Documents(sender);
   }
 }

@@ -1,5 +1,5 @@
 // Document uploads: a multipart body the SDK writes itself, so the bytes signed are the bytes sent,
-// and a body any multipart parser reads back into the fields the spec names.
+// and a body any multipart parser reads back into the fields the contract names.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

@@ -107,7 +107,7 @@ export class OrderRefFailedError extends ConflictError {
 }
 
 /**
- * Any other 4xx: an application error of spec §7.3 (HTTP 400 with its code), or 405/413/431.
+ * Any other 4xx: an application error of docs/reference.md §7.3 (HTTP 400 with its code), or 405/413/431.
  * `errorName` is the code's name in the protocol's errorCatalog. On quotes, `quote` and `limit`
  * carry msg_detail's context (3005, 4000, 4001, 4003, 4004).
  */
@@ -122,6 +122,21 @@ export class ApiError extends CounterpartError {
     const detail = isRecord(fields.msgDetail) ? fields.msgDetail : null;
     this.quote = detail !== null && isRecord(detail.quote) ? (detail.quote as unknown as Quote) : null;
     this.limit = detail !== null && typeof detail.limit === "string" ? detail.limit : null;
+  }
+}
+
+/**
+ * 429: the partner's rate-limit budget for this kind of request (reads, writes or quotes) is spent.
+ * Nothing was applied. The SDK waits out `Retry-After` and sends the request again when that fits
+ * in its retry budget (maxRetries, retryMaxDelayMs); this is thrown when it does not.
+ */
+export class RateLimitError extends ApiError {
+  override name = "RateLimitError";
+  /** Seconds the service asked to wait before the next request (Retry-After); null if not sent. */
+  readonly retryAfterSeconds: number | null;
+  constructor(message: string, fields: ErrorFields, retryAfterSeconds: number | null) {
+    super(message, fields, "too_many_requests");
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -159,10 +174,19 @@ const hints: Record<ErrorName, string> = {
     "check the partner id, that the private key matches the public key registered with the service, " +
     "that this machine's clock is right (the timestamp must be within 60 seconds and not in the future), " +
     "and that this IP address is on the partner's allow-list; do not retry until one of these is fixed",
+  forbidden: "the operator's role may not do this (the partner API never answers it)",
   not_found: "check the id or reference; records of other partners or clients are not visible",
   method_not_allowed: "this path does not take this method; check the SDK and service versions",
+  request_timeout:
+    "the request was not received in full in time (headers within 10 s, the whole request within 15 s); " +
+    "nothing was applied; check the network path and send it again",
   payload_too_large: "the body is over the limit (JSON 1 MiB; uploads 5 MiB per file)",
   validation_error: "fix the fields listed and send the request again",
+  too_many_requests:
+    "the partner's rate limit for this kind of request is reached (or, on the admin API, too many " +
+    "sign-in attempts); nothing was applied; wait the Retry-After seconds (error.retryAfterSeconds) " +
+    "before sending it again, and spread requests out (the RateLimit-Remaining response header says " +
+    "what is left)",
   headers_too_large: "the request headers are over 16 KiB",
   internal_error: "the service failed; the request applied nothing and can be sent again later",
   service_unavailable: "the service is busy; the request applied nothing and can be sent again later",
@@ -263,7 +287,7 @@ export function orderRefOf(body: unknown): string | null {
 
 /** The error for a response that is not a success. */
 export function errorFromResponse(
-  response: { status: number; text: string },
+  response: { status: number; text: string; retryAfterMs?: number | null },
   request: RequestInfo & { body?: unknown },
   attempts = 1,
 ): CounterpartError {
@@ -300,5 +324,11 @@ export function errorFromResponse(
   }
   if (status === 409) return new ConflictError(message(), fields, orderRefOf(request.body), null);
   if (status >= 500) return new ServerError(message(), fields);
+  if (status === 429) {
+    const retryAfterMs = response.retryAfterMs ?? null;
+    const retryAfterSeconds = retryAfterMs === null ? null : retryAfterMs / 1000;
+    const wait = retryAfterSeconds === null ? undefined : `retry after ${retryAfterSeconds} s`;
+    return new RateLimitError(message(wait), fields, retryAfterSeconds);
+  }
   return new ApiError(message(), fields, name);
 }

@@ -3,6 +3,7 @@
 export type { FieldError } from "@counterpart/protocol";
 export { type CounterpartOptions, limits as sdkLimits } from "./config.ts";
 export { Counterpart } from "./counterpart.ts";
+export { optionsFromEnv } from "./environment.ts";
 export {
   ApiError,
   AuthenticationError,
@@ -12,6 +13,7 @@ export {
   NetworkError,
   NotFoundError,
   OrderRefFailedError,
+  RateLimitError,
   type RequestInfo,
   ServerError,
   TimeoutError,
@@ -24,6 +26,18 @@ export type { Balances } from "./resources/balances.ts";
 export type { AssetPairs, Assets, Countries } from "./resources/catalog.ts";
 export type { Clients } from "./resources/clients.ts";
 export type { Documents } from "./resources/documents.ts";
+export {
+  type Event,
+  type EventFeed,
+  type EventListParams,
+  type Events,
+  type EventType,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookKey,
+  Webhooks,
+  type WebhookVerification,
+} from "./resources/events.ts";
 export type { Deposits, Withdrawals } from "./resources/funding.ts";
 export type { Orders } from "./resources/orders.ts";
 export type { Quotes } from "./resources/quotes.ts";

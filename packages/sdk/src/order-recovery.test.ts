@@ -1,4 +1,4 @@
-// Spec §7.4's 2020 recovery on deposits, withdrawals and executions: fetch the order the reference
+// The 2020 recovery (docs/reference.md §7.4) on deposits, withdrawals and executions: fetch the order the reference
 // names; completed → it is returned as replayed; failed or rejected → a specific error to use a
 // new reference; another status → returned for the caller to inspect; someone else's order → the
 // conflict stands.

@@ -1,4 +1,4 @@
-// Creating an order with a partner_order_ref, and spec §7.4's recovery from 2020: "do not retry
+// Creating an order with a partner_order_ref, and the recovery from 2020 (docs/reference.md §7.4): "do not retry
 // with the same reference; fetch the order by reference; completed means the original succeeded;
 // failed or rejected means retry with a new reference".
 //
@@ -12,8 +12,8 @@
 import { parseDecimal } from "@counterpart/protocol";
 import { ConflictError, NotFoundError, OrderRefFailedError } from "./errors.ts";
 import { type ApiRequest, type RequestOptions, type RequestSender, segment } from "./request-sender.ts";
-import { resultOf } from "./responses.ts";
-import type { Order, OrderResult, OrderType } from "./types.ts";
+import { resultOf, withResponse } from "./responses.ts";
+import type { Order, OrderResult, OrderType, WithResponse } from "./types.ts";
 
 /** What the order created by this request must look like. */
 export interface OrderExpectation {
@@ -46,7 +46,7 @@ export async function fetchOrderByRef(
   sender: RequestSender,
   ref: string,
   options: RequestOptions,
-): Promise<Order> {
+): Promise<WithResponse<Order>> {
   const response = await sender.send(
     {
       method: "GET",
@@ -59,20 +59,21 @@ export async function fetchOrderByRef(
   return resultOf<Order>(response);
 }
 
-/** Sends an order-creating request; on 2020 resolves it as spec §7.4 says (see the file header). */
+/** Sends an order-creating request; on 2020 resolves it as docs/reference.md §7.4 says (see the file header). */
 export async function createOrder(
   sender: RequestSender,
   request: ApiRequest,
   expected: OrderExpectation | null,
   options: RequestOptions,
-): Promise<OrderResult> {
+): Promise<WithResponse<OrderResult>> {
   try {
     const response = await sender.send(request, options);
-    return { order: resultOf<Order>(response), replayed: false };
+    const order = resultOf<Order>(response);
+    return withResponse({ order, replayed: false }, order.lastResponse);
   } catch (err) {
     if (!(err instanceof ConflictError) || err.code !== 2020 || expected === null) throw err;
     const ref = expected.partnerOrderRef;
-    let order: Order;
+    let order: WithResponse<Order>;
     try {
       order = await fetchOrderByRef(sender, ref, options);
     } catch (lookup) {
@@ -108,6 +109,6 @@ export async function createOrder(
         order,
       );
     }
-    return { order, replayed: true };
+    return withResponse({ order, replayed: true }, order.lastResponse);
   }
 }

@@ -1,11 +1,11 @@
-// Every paginated list is also an async iterator over all its pages (spec §8): each page is its own
+// Every paginated list is also an async iterator over all its pages (docs/reference.md §8): each page is its own
 // signed request with a fresh timestamp, and the last page is derived from the `total` of each
 // response, since records can appear between pages (a listing is not a snapshot).
 
 import { limits } from "./config.ts";
 import type { Page, PageParams } from "./types.ts";
 
-/** Checks page bounds before a request (spec §8): page ≥ 1, page_size 1..100. */
+/** Checks page bounds before a request (docs/reference.md §8): page ≥ 1, page_size 1..100. */
 export function checkPageParams(params: PageParams): void {
   const { page, page_size } = params;
   if (page !== undefined && (!Number.isSafeInteger(page) || page < 1 || page > limits.pageMax)) {

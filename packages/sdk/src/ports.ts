@@ -38,6 +38,11 @@ export type Random = () => number;
 
 export const systemFetch: FetchPort = (url, init) => fetch(url, init);
 
+/** The global fetch with an undici dispatcher (an Agent or ProxyAgent) on every request. */
+export function dispatchingFetch(dispatcher: unknown): FetchPort {
+  return (url, init) => fetch(url, { ...init, dispatcher } as RequestInit);
+}
+
 export const systemClock: Clock = { nowMs: () => Date.now() };
 
 export const systemSleep: Sleep = async (ms, signal) => {

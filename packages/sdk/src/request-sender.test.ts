@@ -1,7 +1,9 @@
 // The request sender: what is signed is what is sent, every attempt is signed afresh, and retries
-// happen only where spec §7.4 allows them, bounded, with backoff.
+// happen only where docs/reference.md §7.4 allows them, bounded, with backoff.
 
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { describe, test } from "node:test";
 import {
   canonicalPath,
@@ -17,6 +19,7 @@ import {
   Counterpart,
   NetworkError,
   NotFoundError,
+  RateLimitError,
   ServerError,
   TimeoutError,
   ValidationError,
@@ -35,13 +38,20 @@ import {
   startMs,
 } from "./test-fakes.ts";
 
+/** The User-Agent names the version partners install: the package manifest's. */
+const manifestVersion = (
+  JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "..", "package.json"), "utf8")) as {
+    version: string;
+  }
+).version;
+
 const publicKey = (() => {
   const parsed = parsePublicKey(keys.publicKeyPem);
   assert.ok(parsed.ok);
   return parsed.key;
 })();
 
-/** The service's check (spec §5.3) on a recorded request, with the protocol's own functions. */
+/** The service's check (docs/reference.md §5.3) on a recorded request, with the protocol's own functions. */
 function verifies(r: Recorded): boolean {
   const signature = decodeSignature(r.headers["X-Signature"] ?? "");
   const path = canonicalPath(r.target);
@@ -204,6 +214,58 @@ describe("retries", () => {
     );
     await fake.client.assetPairs.list();
     assert.deepEqual(fake.sleeps, [3_000, 5_000]);
+  });
+
+  const tooMany = (retryAfter: string | null) =>
+    new Response(JSON.stringify({ code: 429, msg: "Too Many Requests", msg_detail: null }), {
+      status: 429,
+      headers: retryAfter === null ? {} : { "retry-after": retryAfter },
+    });
+
+  test("429: waits out Retry-After, then sends the request again, signed afresh (a write too)", async () => {
+    const fake = fakeClient((_r, n) => (n === 0 ? tooMany("7") : ok({ result: order() })), {
+      retryMaxDelayMs: 10_000,
+    });
+    await fake.client.deposits.create(deposit);
+    assert.equal(fake.requests.length, 2);
+    assert.deepEqual(fake.sleeps, [7_000]);
+    assert.notEqual(fake.requests[0]!.headers["X-Signature"], fake.requests[1]!.headers["X-Signature"]);
+    assert.ok(fake.requests.every(verifies));
+  });
+
+  test("429 whose Retry-After is beyond the retry budget: a RateLimitError at once, with the wait", async () => {
+    const fake = fakeClient(() => tooMany("60"), { retryMaxDelayMs: 10_000 });
+    await assert.rejects(fake.client.assetPairs.list(), (err: unknown) => {
+      assert.ok(err instanceof RateLimitError);
+      assert.equal(err.status, 429);
+      assert.equal(err.code, 429);
+      assert.equal(err.errorName, "too_many_requests");
+      assert.equal(err.retryAfterSeconds, 60);
+      assert.match(err.message, /Too Many Requests \(HTTP 429\): retry after 60 s\. To fix: .*rate limit/);
+      return true;
+    });
+    assert.equal(fake.requests.length, 1, "not sent again");
+    assert.deepEqual(fake.sleeps, []);
+  });
+
+  test("429 every time: gives up after maxRetries; without Retry-After it backs off as for 503", async () => {
+    const fake = fakeClient(() => tooMany(null));
+    await assert.rejects(fake.client.assetPairs.list(), (err: unknown) => {
+      assert.ok(err instanceof RateLimitError);
+      assert.equal(err.retryAfterSeconds, null);
+      assert.match(err.message, /after 3 attempts/);
+      return true;
+    });
+    assert.deepEqual(fake.sleeps, [375, 750]);
+  });
+
+  test("408 (not received in time; nothing applied) is sent again, a write too", async () => {
+    const fake = fakeClient((_r, n) =>
+      n === 0 ? errorReply(408, 408, "Request Timeout") : ok({ result: order() }),
+    );
+    await fake.client.deposits.create(deposit);
+    assert.equal(fake.requests.length, 2);
+    assert.deepEqual(fake.sleeps, [375]);
   });
 
   test("500 every time: gives up after maxRetries with a ServerError that says so", async () => {
@@ -412,7 +474,7 @@ describe("configuration", () => {
     await fake.client.assets.list();
     assert.match(
       fake.requests[0]?.headers["user-agent"] ?? "",
-      /^counterpart-sdk\/0\.1\.0 node\/\S+ acme-wallet\/3\.2$/,
+      new RegExp(`^counterpart-sdk/${manifestVersion.replaceAll(".", "\\.")} node/\\S+ acme-wallet/3\\.2$`),
     );
     assert.equal(bodyText(fake.requests[0]?.body), "");
   });

@@ -1,7 +1,10 @@
 // The one request sender every resource goes through: it builds the target, serialises the body
 // once, signs exactly those bytes with a fresh timestamp on every attempt, applies the timeout,
-// and retries only where spec §7.4 allows it (500/503, and failures without a response), with
-// exponential backoff and jitter, a bounded number of times.
+// and retries only where docs/reference.md §7.4 allows it (500/503, and failures without a response), with
+// exponential backoff and jitter, a bounded number of times. 429 (a rate limit) and 408 (the
+// request was not received in time) applied nothing either: they are retried too, a 429 after the
+// Retry-After the service gave, when that wait fits in retryMaxDelayMs (else it is thrown at once,
+// with the wait in RateLimitError.retryAfterSeconds).
 //
 // Why a fresh signature per attempt: the service refuses a state-changing request whose signature
 // it already accepted (a replay), and refuses timestamps older than 60 s; a retry that reused the
@@ -22,14 +25,14 @@ import type { MultipartBody } from "./multipart.ts";
 export type QueryValue = string | number | boolean | Date | readonly string[] | null | undefined;
 
 export interface ApiRequest {
-  method: "GET" | "POST" | "PUT";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   /** The path with every variable segment already encoded (see `segment`). */
   path: string;
   query?: Readonly<Record<string, QueryValue>>;
   /** Serialised with JSON.stringify exactly once; that string is what is signed and sent. */
   json?: unknown;
   multipart?: MultipartBody;
-  /** Public endpoints (§4.1) are sent without signature headers. */
+  /** Public endpoints (docs/reference.md §4.1) are sent without signature headers. */
   signed: boolean;
   /**
    * True when sending the request again cannot apply it twice or report a false failure (reads,
@@ -65,6 +68,12 @@ const notSentCodes = new Set([
   "ENETUNREACH",
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
+
+/**
+ * Answers that applied nothing and may be sent again as they are: 500 and 503 (docs/reference.md §7.4),
+ * 429 (a rate limit, after Retry-After) and 408 (the request was not received in full in time).
+ */
+const retryableStatuses = new Set([408, 429, 500, 503]);
 
 /** Tries at a timestamp that differs from an identical request's, 1 ms apart. */
 const TIMESTAMP_WAITS_MAX = 3;
@@ -193,7 +202,7 @@ export class RequestSender {
 
       const retryable =
         outcome.kind === "response"
-          ? outcome.status === 500 || outcome.status === 503
+          ? retryableStatuses.has(outcome.status) && this.#waitFits(outcome)
           : outcome.kind === "network"
             ? !outcome.maybeSent || request.replaySafe
             : request.replaySafe;
@@ -292,6 +301,12 @@ export class RequestSender {
     }
   }
 
+  /** A 429 is sent again only if its Retry-After fits in the retry budget's longest wait. */
+  #waitFits(outcome: Attempt & { kind: "response" }): boolean {
+    if (outcome.status !== 429 || outcome.retryAfterMs === null) return true;
+    return outcome.retryAfterMs <= this.#config.retryMaxDelayMs;
+  }
+
   /** Exponential backoff with equal jitter: half the ceiling fixed, half random; Retry-After honoured. */
   #backoffMs(attempt: number, retryAfter: number | null): number {
     const { retryBaseDelayMs, retryMaxDelayMs, random } = this.#config;
@@ -309,7 +324,7 @@ export class RequestSender {
     const where = `${info.method} ${info.target}`;
     if (outcome.kind === "response") {
       return errorFromResponse(
-        { status: outcome.status, text: outcome.text },
+        { status: outcome.status, text: outcome.text, retryAfterMs: outcome.retryAfterMs },
         { ...info, body: context.request.json },
         context.attempts,
       );

@@ -1,4 +1,4 @@
-// Every endpoint of the spec, once: the method, the target (path, trailing slash, query) and body
+// Every endpoint of the contract, once: the method, the target (path, trailing slash, query) and body
 // the SDK sends, signed or not, and the part of the response it returns.
 
 import assert from "node:assert/strict";
@@ -261,7 +261,12 @@ const cases: Case[] = [
     body: { active: false },
     reply: undefined,
     status: 204,
-    returns: undefined,
+    returns: {
+      requestId: null,
+      status: 204,
+      method: "PUT",
+      target: "/v1/partner/clients/client-1/activation",
+    },
   },
   {
     name: "clients.list",

@@ -1,13 +1,14 @@
 // End to end: the real service in its own process (`counterpart serve`, the sandbox: PGlite in a
 // temporary data folder, or a fresh PostgreSQL database when TEST_DATABASE_URL is set), driven
 // only through the SDK as the sandbox's demo partner. Every request crosses a socket, is signed by
-// the SDK and verified by the service.
+// the SDK and verified by the service. Each test makes the clients, funds and orders it checks
+// (its own partner_client_id and references), so any one runs alone and in any order.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { clientPayload } from "../../server/src/testing/fixtures.ts";
+import { clientPayload, sampleFile } from "../../server/src/testing/fixtures.ts";
 import { type ServiceProcess, startService, tempDataDir } from "../../server/src/testing/processes.ts";
 import {
   ApiError,
@@ -27,16 +28,9 @@ import {
 
 const testDatabaseUrl = process.env.TEST_DATABASE_URL || null;
 
-const png = Buffer.concat([
-  Buffer.from([
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
-  ]),
-  Buffer.alloc(240, 0x20),
-]);
-const pdf = Buffer.concat([
-  Buffer.from("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n", "latin1"),
-  Buffer.alloc(200, 0x20),
-]);
+// Whole files: the service refuses a file that only starts like one.
+const png = sampleFile("png", 256);
+const pdf = sampleFile("pdf", 512);
 
 const newClient = clientPayload(1, {
   partner_client_id: "sdk-client-1",
@@ -44,7 +38,6 @@ const newClient = clientPayload(1, {
   email: "amal.sdk@example.com",
   account_purpose: ["long_term_investment", "short_term_trading"],
 }) as unknown as ClientCreateRequest;
-const pcid = newClient.partner_client_id;
 
 describe("the SDK against a running sandbox", () => {
   const dataDir = tempDataDir();
@@ -67,22 +60,38 @@ describe("the SDK against a running sandbox", () => {
     return JSON.parse(text);
   };
 
-  /**
-   * The sandbox's demo partner on PGlite. On PostgreSQL the service runs as in production and makes
-   * no demo partner, so one is registered through the admin API, as an operator would.
-   */
-  const partnerOptions = async () => {
-    if (fs.existsSync(path.join(dataDir, "demo-partner", "partner.json"))) return sandboxOptions(dataDir);
+  /** A new partner registered through the admin API, as an operator would. */
+  const registerPartner = async (name: string) => {
     const keys = generateTestKeyPair();
     const created = (await admin("POST", "/admin/partners", {
-      name: "SDK e2e",
+      name,
       public_key_pem: keys.publicKeyPem,
       allowed_ips: ["127.0.0.1/32", "::1/128"],
     })) as { result: { id: string } };
     return { baseUrl: svc!.partnerUrl, partnerId: created.result.id, privateKey: keys.privateKeyPem };
   };
-  const available = async (assetId: string) =>
+  /**
+   * The sandbox's demo partner on PGlite. On PostgreSQL the service runs as in production and makes
+   * no demo partner, so one is registered.
+   */
+  const partnerOptions = async () => {
+    if (fs.existsSync(path.join(dataDir, "demo-partner", "partner.json"))) return sandboxOptions(dataDir);
+    return registerPartner("SDK e2e");
+  };
+  const available = async (pcid: string, assetId: string) =>
     toMoney((await counterpart.balances.get(pcid, assetId)).available_balance);
+
+  /** A verified client of the test's own, number `n` (fields unique to it). */
+  let clientsMade = 1;
+  const newClientOf = async (tag: string): Promise<string> => {
+    const n = ++clientsMade;
+    const payload = clientPayload(n, { partner_client_id: `sdk-${tag}-${n}` });
+    return (await counterpart.clients.create(payload as unknown as ClientCreateRequest)).partner_client_id;
+  };
+  const deposit = (pcid: string, amount: string, ref: string) =>
+    counterpart.deposits.create({ partner_client_id: pcid, asset_id: "AED", amount, partner_order_ref: ref });
+  /** The manual feed does not tick: a fresh price, so that BTC-AED is not stale. */
+  const freshPrice = () => admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
 
   before(async () => {
     const env: Record<string, string> = { DATA_DIR: dataDir, ADMIN_TOKEN: adminToken };
@@ -168,6 +177,12 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("clients: create, get, update, deactivate and reactivate, list", async () => {
+    // A partner of its own: the listings below hold exactly the one client this test creates.
+    const counterpart = new Counterpart({
+      ...(await registerPartner("SDK e2e clients")),
+      retryBaseDelayMs: 20,
+    });
+    const pcid = newClient.partner_client_id;
     const created = await counterpart.clients.create(newClient);
     assert.equal(created.partner_client_id, pcid);
     assert.equal(created.status, "verified");
@@ -222,6 +237,7 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("balances: every asset, zero in the wire's exponent form", async () => {
+    const pcid = await newClientOf("balances");
     const balances = await counterpart.balances.list(pcid);
     assert.ok(balances.length >= 8);
     const aed = balances.find((b) => b.asset_id === "AED");
@@ -238,6 +254,7 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("deposits: completed; the same request again is recovered from 2020 as the same order", async () => {
+    const pcid = await newClientOf("deposits");
     const request = {
       partner_client_id: pcid,
       asset_id: "AED",
@@ -249,12 +266,12 @@ describe("the SDK against a running sandbox", () => {
     assert.equal(first.order.status, "completed");
     assert.equal(first.order.type, "deposit");
     assert.equal(toMoney(first.order.debit ?? ""), toMoney("1000.5"));
-    assert.equal(await available("AED"), toMoney("1000.5"));
+    assert.equal(await available(pcid, "AED"), toMoney("1000.5"));
 
     const again = await counterpart.deposits.create(request);
     assert.equal(again.replayed, true);
     assert.deepEqual(again.order, first.order);
-    assert.equal(await available("AED"), toMoney("1000.5"), "money moved once");
+    assert.equal(await available(pcid, "AED"), toMoney("1000.5"), "money moved once");
 
     await assert.rejects(
       counterpart.deposits.create({ ...request, amount: "5" }),
@@ -263,6 +280,7 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("a deposit whose response is lost is retried, meets 2020, and returns the original order", async () => {
+    const pcid = await newClientOf("lost");
     loseNextPostResponse = true;
     const result = await counterpart.deposits.create({
       partner_client_id: pcid,
@@ -274,10 +292,12 @@ describe("the SDK against a running sandbox", () => {
     assert.equal(result.replayed, true);
     assert.equal(result.order.status, "completed");
     assert.equal(result.order.partner_order_ref, "sdk-dep-2");
-    assert.equal(await available("AED"), toMoney("1500.5"), "deposited once");
+    assert.equal(await available(pcid, "AED"), toMoney("500"), "deposited once");
   });
 
   test("withdrawals: completed, and 3005 when the balance is short", async () => {
+    const pcid = await newClientOf("withdrawals");
+    await deposit(pcid, "1500.5", "sdk-wd-funding");
     const { order, replayed } = await counterpart.withdrawals.create({
       partner_client_id: pcid,
       asset_id: "AED",
@@ -288,7 +308,7 @@ describe("the SDK against a running sandbox", () => {
     assert.equal(order.type, "withdrawal");
     assert.equal(order.debit, null);
     assert.equal(toMoney(order.credit ?? ""), toMoney("200.25"));
-    assert.equal(await available("AED"), toMoney("1300.25"));
+    assert.equal(await available(pcid, "AED"), toMoney("1300.25"));
     await assert.rejects(
       counterpart.withdrawals.create({
         partner_client_id: pcid,
@@ -310,8 +330,9 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("quotes and execution, with and without a reference; a repeated execution is recovered", async () => {
-    // The manual feed does not tick: set a fresh price so the pair is not stale.
-    await admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    const pcid = await newClientOf("trading");
+    await deposit(pcid, "1300.25", "sdk-trading-funding");
+    await freshPrice();
     const quote = await counterpart.quotes.create({
       partner_client_id: pcid,
       asset_pair: "BTC-AED",
@@ -326,7 +347,7 @@ describe("the SDK against a running sandbox", () => {
     assert.equal(bought.replayed, false);
     assert.equal(bought.order.type, "buy");
     assert.equal(bought.order.status, "completed");
-    assert.equal(await available("BTC"), toMoney("0.001"));
+    assert.equal(await available(pcid, "BTC"), toMoney("0.001"));
 
     const repeated = await counterpart.quotes.execute(execute);
     assert.deepEqual(repeated, { order: bought.order, replayed: true });
@@ -354,7 +375,7 @@ describe("the SDK against a running sandbox", () => {
     const sold = await counterpart.quotes.execute({ partner_client_id: pcid, token: sellQuote.token ?? "" });
     assert.equal(sold.order.type, "sell");
     assert.equal(sold.order.partner_order_ref, null);
-    assert.equal(await available("BTC"), toMoney("0.0005"));
+    assert.equal(await available(pcid, "BTC"), toMoney("0.0005"));
     await assert.rejects(
       counterpart.quotes.execute({ partner_client_id: pcid, token: sellQuote.token ?? "" }),
       (err: unknown) => err instanceof ApiError && err.errorName === "invalid_trading_token",
@@ -362,7 +383,31 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("orders: by id, by reference, a filtered page, and every page through listAll", async () => {
-    const byRef = await counterpart.orders.getByRef("sdk-dep-1");
+    // The client's history, oldest first: two deposits, a withdrawal, a buy and a sell.
+    const pcid = await newClientOf("orders");
+    await deposit(pcid, "1000.5", "sdk-orders-dep-1");
+    await deposit(pcid, "500", "sdk-orders-dep-2");
+    await counterpart.withdrawals.create({
+      partner_client_id: pcid,
+      asset_id: "AED",
+      amount: "200.25",
+      partner_order_ref: "sdk-orders-wd-1",
+    });
+    await freshPrice();
+    for (const [side, amount] of [
+      ["buy", "0.001"],
+      ["sell", "0.0005"],
+    ] as const) {
+      const quote = await counterpart.quotes.create({
+        partner_client_id: pcid,
+        asset_pair: "BTC-AED",
+        side,
+        base_amount: amount,
+      });
+      await counterpart.quotes.execute({ partner_client_id: pcid, token: quote.token ?? "" });
+    }
+
+    const byRef = await counterpart.orders.getByRef("sdk-orders-dep-1");
     assert.equal(byRef.type, "deposit");
     assert.deepEqual(await counterpart.orders.get(byRef.id), byRef);
     await assert.rejects(counterpart.orders.getByRef("no-such-ref"), NotFoundError);
@@ -392,6 +437,7 @@ describe("the SDK against a running sandbox", () => {
   });
 
   test("documents: upload (multipart, signed over its bytes), get, list, listAll, and the file link works", async () => {
+    const pcid = await newClientOf("documents");
     const uploaded = await counterpart.documents.upload(pcid, {
       type: "government_id",
       front: { data: png, filename: "front.png", contentType: "image/png" },

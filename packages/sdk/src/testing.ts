@@ -103,7 +103,7 @@ export type SignatureCheck =
     };
 
 /**
- * The service's signature check (spec §5.3), for a fake Counterpart server in an integrator's
+ * The service's signature check (docs/reference.md §5.3), for a fake Counterpart server in an integrator's
  * tests: the headers, the timestamp window, and the Ed25519 signature of the canonical string
  * over the raw target and body bytes as received. `nowMs` defaults to Date.now().
  */

@@ -1,8 +1,10 @@
-// The partner interface's records and request bodies as TypeScript types, field for field from the
-// spec's tables (§2, §4) and the design's decisions on what the spec leaves open. Field names are the
-// wire names (snake_case) so a response can be read against the spec without translation. Every
-// decimal is a `string` and stays one: the service writes them in scientific notation at times
-// (`0E-8`), and a JS number would round them; use `toMoney` for arithmetic.
+// The partner interface's records and request bodies as TypeScript types, following the contract's
+// tables (docs/reference.md §2, §4) and the design's decisions on what the contract leaves open. The records and bodies
+// are the types generated from the service's OpenAPI document (wire.ts), narrowed where the SDK is
+// stricter than the service. Field names are the wire names (snake_case) so a response can be read
+// against the contract without translation. Every decimal is a `string` and stays one: the service
+// writes them in scientific notation at times (`0E-8`), and a JS number would round them; use
+// `toMoney` for arithmetic.
 
 /** A decimal exactly as the wire carries it, e.g. "100.50000000", "0E-8" or "1.0E-7". */
 export type DecimalString = string;
@@ -13,7 +15,7 @@ export type DatetimeString = string;
 /** A calendar date, YYYY-MM-DD. */
 export type DateString = string;
 
-// --- Enumerations (spec §2, §3): one list, in the protocol package ---
+// --- Enumerations (docs/reference.md §2, §3): one list, in the protocol package ---
 
 export {
   type AccountPurpose,
@@ -31,156 +33,56 @@ export {
   orderSources,
   orderStatuses,
   orderTypes,
+  type TradeSide,
+  tradeSides,
 } from "@counterpart/protocol";
 
-import type {
-  AccountPurpose,
-  ClientStatus,
-  DocumentType,
-  EmploymentStatus,
-  OrderSource,
-  OrderStatus,
-  OrderType,
-} from "@counterpart/protocol";
+import type { ClientStatus, DocumentType, OrderSource, OrderStatus } from "@counterpart/protocol";
+import type * as wire from "./wire.ts";
 
-export type TradeSide = "buy" | "sell";
+// --- Records (docs/reference.md §2) ---
+//
+// Each record is the generated type of the service's own schema (wire.ts, from docs/openapi.json,
+// which the routes generate): a field the service adds, drops or changes changes it here too. The
+// field descriptions come from the same schemas.
 
-// --- Records (spec §2) ---
+/** docs/reference.md §2.4. */
+export type Asset = wire.Asset;
 
-/** §2.4. */
-export interface Asset {
-  id: string;
-  type: "crypto" | "fiat";
-  name_en: string;
-  decimal_places: number;
-  published: boolean;
-  depositable: boolean;
-  withdrawable: boolean;
-}
+/** docs/reference.md §2.8: the id and the country's English name. */
+export type Country = wire.Country;
 
-/** §2.8; the name is the design's addition (English name of the country). */
-export interface Country {
-  /** Lower-case two-letter id, e.g. "ae": the value client fields take. */
-  id: string;
-  name: string;
-}
+/** docs/reference.md §2.5. */
+export type AssetPair = wire.AssetPair;
 
-/** §2.5. */
-export interface AssetPair {
-  /** BASE-QUOTE, e.g. "BTC-AED". */
-  id: string;
-  base_id: string;
-  quote_id: string;
-  buy: DecimalString;
-  sell: DecimalString;
-  tradable: boolean;
-}
+/** docs/reference.md §2.6. Fetch a fresh one before any financial decision: balances change between calls. */
+export type Balance = wire.Balance;
 
-/** §2.6. Fetch a fresh one before any financial decision: balances change between calls. */
-export interface Balance {
-  asset_id: string;
-  balance: DecimalString;
-  /** What trading and withdrawals can use. */
-  available_balance: DecimalString;
-  balance_usd: DecimalString;
-  available_balance_usd: DecimalString;
-}
-
-/** §2.7. Not final: the order returned by execution is the source of truth. */
-export interface Quote {
-  market_price: DecimalString;
-  base_amount: DecimalString;
-  quote_amount: DecimalString;
-  fee_amount: DecimalString;
-  vat_percentage: DecimalString | null;
-  vat_amount: DecimalString;
-  /** Seconds the token stays valid. */
-  lifetime: number;
-  /** What `quotes.execute` takes; null inside error details. */
-  token: string | null;
-}
+/** docs/reference.md §2.7. Not final: the order returned by execution is the source of truth. */
+export type Quote = wire.Quote;
 
 /**
- * §2.3: one shape for every order type. Read `type` before `debit`/`credit`:
+ * docs/reference.md §2.3: one shape for every order type. Read `type` before `debit`/`credit`:
  * deposit: debit = amount deposited, credit null; withdrawal: credit = amount withdrawn, debit null;
  * buy: debit = base received, credit = quote paid; sell: debit = quote received, credit = base given.
  */
-export interface Order {
-  id: number;
-  /** A human label such as ORD-20261121-000042, never a lookup key. */
-  order_no: string;
-  partner_order_ref: string | null;
-  partner_client_id: string;
-  type: OrderType;
-  /** One of `OrderSource`; the spec allows further platform-specific values. */
+export interface Order extends Omit<wire.Order, "source"> {
+  /** One of `OrderSource`; the contract allows further platform-specific values. */
   source: OrderSource | (string & {});
-  status: OrderStatus;
-  price: DecimalString | null;
-  credit: DecimalString | null;
-  credit_asset_id: string | null;
-  debit: DecimalString | null;
-  debit_asset_id: string | null;
-  fee: DecimalString;
-  fee_asset_id: string;
-  vat: DecimalString;
-  created_at: DatetimeString;
-  transitioned_at: DatetimeString;
-  updated_at: DatetimeString;
 }
 
-export interface Address {
-  street: string;
-  city: string;
-  postal_code: string;
-  unit: string;
-}
+export type Address = wire.Client["address"];
 
 /** Employment as a client record returns it: the text fields the status does not need are null. */
-export interface EmploymentRecord {
-  status: EmploymentStatus;
-  company: string | null;
-  job_industry: string | null;
-  job_level: string | null;
-  job_title: string | null;
-}
+export type EmploymentRecord = wire.Client["employment"];
 
-/** §2.1. */
-export interface Client {
-  id: number;
-  partner_client_id: string;
-  account_type: "personal" | "corporate";
-  name: string | null;
-  birth_date: DateString;
-  status: ClientStatus;
-  active: boolean;
-  email: string;
-  phone: string;
-  residency_id: string;
-  citizenship_id: string;
-  place_of_birth_id: string;
-  national_number: string | null;
-  government_id_number: string;
-  government_id_doe: DateString;
-  residency_visa_number: string | null;
-  residency_visa_doe: DateString | null;
-  address: Address;
-  employment: EmploymentRecord;
-  trading_volume: string;
-  account_purpose: AccountPurpose[];
-  created_at: DatetimeString;
-  verified_at: DatetimeString | null;
-}
+/** docs/reference.md §2.1. */
+export type Client = wire.Client;
 
-/** §2.2. The file links are valid for 900 seconds: fetch the document again rather than store them. */
-export interface ClientDocument {
-  id: number;
-  type: DocumentType;
-  front_file: string;
-  back_file: string | null;
-  created_at: DatetimeString;
-}
+/** docs/reference.md §2.2. The file links are valid for 900 seconds: fetch the document again rather than store them. */
+export type ClientDocument = wire.Document;
 
-/** A paginated list (spec §4, §8): `total` counts every match, the last page may hold fewer. */
+/** A paginated list (docs/reference.md §4, §8): `total` counts every match, the last page may hold fewer. */
 export interface Page<T> {
   items: T[];
   total: number;
@@ -191,7 +93,7 @@ export interface Page<T> {
 // --- Request bodies and query parameters ---
 
 /**
- * Employment in a create or update body: spec §2.1's conditional table as types. Every status needs
+ * Employment in a create or update body: the table of docs/reference.md §2.1 as types. Every status needs
  * company, job_industry and job_title; all but self_employed need job_level, and self_employed
  * must not send one.
  */
@@ -211,61 +113,28 @@ export type EmploymentInput =
       job_title: string;
     };
 
-/** The fields a client update replaces in full (spec §2.1 rule 6). */
-export interface ClientUpdateRequest {
-  name: string | null;
-  email: string;
-  /** International format with a leading plus (E.164), e.g. "+971501234567". */
-  phone: string;
-  /** A country id from `countries.list()`, e.g. "ae". */
-  residency_id: string;
-  citizenship_id: string;
-  national_number?: string | null;
-  government_id_number: string;
-  government_id_doe: DateString;
-  /** Required (with the expiry) when residency_id differs from citizenship_id; else error 2025. */
-  residency_visa_number?: string | null;
-  residency_visa_doe?: DateString | null;
-  address: Address;
+// The request bodies below extend the generated ones and only narrow them: the compiler refuses a
+// field the SDK would let a partner send that the service's schema does not take.
+
+/**
+ * The fields a client update replaces in full (docs/reference.md §2.1 rule 6): the generated body, with
+ * employment narrowed to the conditional table.
+ */
+export interface ClientUpdateRequest extends wire.UpdateClientBody {
   employment: EmploymentInput;
-  /** Any string; brackets such as "1000_10000" are recommended. */
-  trading_volume: string;
-  /** At least one value. */
-  account_purpose: AccountPurpose[];
 }
 
 /** POST /v1/partner/clients: the update fields plus the ones fixed at creation. */
-export interface ClientCreateRequest extends ClientUpdateRequest {
-  partner_client_id: string;
-  /** Only personal accounts can be created through the interface. */
-  account_type: "personal";
-  birth_date: DateString;
-  place_of_birth_id: string;
+export interface ClientCreateRequest extends wire.CreateClientBody {
+  employment: EmploymentInput;
 }
 
-export interface FundingRequest {
-  partner_client_id: string;
-  /** A fiat asset id, e.g. "AED". */
-  asset_id: string;
-  /** A decimal string greater than zero with at most 8 decimal places. */
-  amount: DecimalString;
-  /** Unique across the partner's orders of every type; what makes a retry safe. */
-  partner_order_ref: string;
-}
+/** POST /v1/partner/deposits and /v1/partner/withdrawals take the same body. */
+export type FundingRequest = wire.CreateDepositBody;
 
-export interface QuoteRequest {
-  partner_client_id: string;
-  /** A pair id, e.g. "BTC-AED". */
-  asset_pair: string;
-  side: TradeSide;
-  /** Amount of the pair's base asset, as a decimal string. */
-  base_amount: DecimalString;
-}
+export type QuoteRequest = wire.CreateQuoteBody;
 
-export interface ExecuteRequest {
-  partner_client_id: string;
-  /** The `token` of a quote for the same client, before its lifetime runs out. */
-  token: string;
+export interface ExecuteRequest extends wire.ExecuteQuoteBody {
   /** Optional; without one the order can be fetched only by id, and a lost response cannot be recovered. */
   partner_order_ref?: string;
 }
@@ -274,10 +143,7 @@ export interface ExecuteRequest {
 export type DatetimeInput = string | Date;
 
 /** Page bounds of every paginated list: page from 1, page_size 1 to 100. */
-export interface PageParams {
-  page?: number;
-  page_size?: number;
-}
+export type PageParams = Pick<wire.ListOrdersQuery, "page" | "page_size">;
 
 export interface OrderListParams extends PageParams {
   partner_client_id?: string;
@@ -321,6 +187,24 @@ export interface DocumentUploadRequest {
  * re-run after a crash). Check `order.status`: `completed` means the money moved once.
  */
 export interface OrderResult {
-  order: Order;
+  order: WithResponse<Order>;
   replayed: boolean;
 }
+
+/**
+ * The response a returned value came from: `requestId` is the service's X-Request-Id (quote it
+ * to support), null only if the response had none. For a replayed order it is the lookup's.
+ */
+export interface ResponseInfo {
+  readonly requestId: string | null;
+  readonly status: number;
+  readonly method: string;
+  /** The path and query as sent, e.g. "/v1/partner/orders?page=2". */
+  readonly target: string;
+}
+
+/**
+ * A value the SDK returned: the record as the service sent it, plus `lastResponse`, which is
+ * non-enumerable (JSON.stringify and spreading leave it out).
+ */
+export type WithResponse<T> = T & { readonly lastResponse: ResponseInfo };

@@ -2,30 +2,47 @@
 // app.inject or listen on port 0.
 
 import crypto from "node:crypto";
-import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import Fastify from "fastify";
+import ipaddr from "ipaddr.js";
 import { limits } from "./config/limits.ts";
-import { checkString, registerBodyParsers } from "./http/body-parsing.ts";
-import { errorHandler, sendError, validationError } from "./http/http-error.ts";
+import { adminAccessHook, requireRouteRoles } from "./http/admin-access.ts";
+import { announcesBody, readBodyBytes, registerBodyParsers } from "./http/body-parsing.ts";
+import { clientErrorHandler, errorHandler, sendError } from "./http/http-error.ts";
+import { addInputChecks, methodNotAllowedRoute } from "./http/input-checks.ts";
+import { LazySchemas } from "./http/lazy-schemas.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
 import { registerMultipartParser } from "./http/multipart.ts";
 import { registerOpenApi } from "./http/openapi.ts";
 import "./http/request-context.ts";
 import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
-import { adminClientsRoutes } from "./modules/admin/admin-clients-routes.ts";
-import { adminMoneyRoutes } from "./modules/admin/admin-money-routes.ts";
-import { adminRoutes } from "./modules/admin/admin-routes.ts";
-import { adminTradingRoutes } from "./modules/admin/admin-trading-routes.ts";
+import {
+  adminClientsRoutes,
+  adminMoneyRoutes,
+  adminRoutes,
+  adminTradingRoutes,
+} from "./modules/admin/index.ts";
+import { auditRoutes } from "./modules/audit/index.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
 import { clientsRoutes } from "./modules/clients/index.ts";
+import { consoleRoutes } from "./modules/console/index.ts";
 import { documentsRoutes, fileRoutes } from "./modules/documents/index.ts";
+import { eventsRoutes } from "./modules/events/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
+import { operatorsRoutes } from "./modules/operators/index.ts";
 import { ordersRoutes } from "./modules/orders/index.ts";
-import type { PartnerAuthenticator } from "./modules/partners/index.ts";
+import type { PartnerAuthenticator, RateLimiter } from "./modules/partners/index.ts";
 import { tradingRoutes } from "./modules/trading/index.ts";
+import { webhooksAdminRoutes, webhooksRoutes } from "./modules/webhooks/index.ts";
 import type { Services } from "./services.ts";
+
+/** Whether the listeners' address is a loopback one (there, session cookies go without Secure: plain HTTP). */
+function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === "loopback";
+}
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const allMethods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
@@ -35,61 +52,162 @@ interface AppOptions {
   metrics?: HttpMetrics;
   /** Present on the partner app: requests in the /v1/partner space are signed. */
   authenticator?: PartnerAuthenticator;
+  /** Present on the partner app unless RATE_LIMITS=off: signed requests draw on budgets. */
+  rateLimiter?: RateLimiter | null;
+  /** Bounds on receiving a request; limits.ts by default (tests give short ones). */
+  timeouts?: Partial<ServerTimeouts>;
+  /**
+   * Where the route schemas' compilations wait until first used (http/lazy-schemas.ts); main.ts
+   * passes one and warms it once the process listens. A fresh one when absent.
+   */
+  schemas?: LazySchemas;
+}
+
+/** What `/readyz` says beyond the database: whether the process is stopping, which jobs it leads. */
+export interface Readiness {
+  /** True from the moment the process begins to stop (SIGTERM): it drains and takes no new work. */
+  stopping(): boolean;
+  /** The background jobs this process competes for, and whether it leads each one now. */
+  backgroundJobs(): readonly { job: string; leader: boolean }[];
+}
+
+const notRunningJobs: Readiness = { stopping: () => false, backgroundJobs: () => [] };
+
+export interface PartnerAppOptions extends AppOptions {
+  /** main.ts gives the process's own; tests without one get a process that never stops. */
+  readiness?: Readiness;
+}
+
+export interface ServerTimeouts {
+  requestHeadersTimeoutMs: number;
+  requestReceiveTimeoutMs: number;
+  requestTimeoutCheckIntervalMs: number;
+  keepAliveIdleMs: number;
+}
+
+const serverTimeouts: ServerTimeouts = {
+  requestHeadersTimeoutMs: limits.requestHeadersTimeoutMs,
+  requestReceiveTimeoutMs: limits.requestReceiveTimeoutMs,
+  requestTimeoutCheckIntervalMs: limits.requestTimeoutCheckIntervalMs,
+  keepAliveIdleMs: limits.keepAliveIdleMs,
+};
+
+/**
+ * The routes that take multipart bodies, by method and path shape: a target the router could not
+ * decode is given the limit its route would have applied to a multipart body (a parameter segment
+ * matches any non-empty text), and the JSON limit otherwise.
+ */
+class MultipartTargets {
+  readonly #routes: { method: string; segments: string[]; limit: number }[] = [];
+
+  add(route: RouteOptions): void {
+    const limit = route.config?.multipartBodyBytesMax;
+    if (limit === undefined) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) this.#routes.push({ method, segments: route.url.split("/"), limit });
+  }
+
+  bodyLimit(request: FastifyRequest): number {
+    const type = String(request.headers["content-type"] ?? "");
+    if (type.split(";")[0]!.trim().toLowerCase() !== "multipart/form-data") return limits.jsonBodyBytesMax;
+    const raw = request.raw.url ?? "";
+    const q = raw.indexOf("?");
+    const got = (q === -1 ? raw : raw.slice(0, q)).split("/");
+    const method = request.raw.method ?? "";
+    const match = this.#routes.find(
+      (r) =>
+        r.method === method &&
+        r.segments.length === got.length &&
+        r.segments.every((s, i) => (s.startsWith(":") ? got[i] !== "" : s === got[i])),
+    );
+    return match?.limit ?? limits.jsonBodyBytesMax;
+  }
 }
 
 function baseApp(services: Services, options: AppOptions): FastifyInstance {
+  const multipartTargets = new MultipartTargets();
   const trusted = services.config.trustProxy;
+  const timeouts = { ...serverTimeouts, ...options.timeouts };
+  const schemas = options.schemas ?? new LazySchemas();
   const app = Fastify({
+    schemaController: { compilersFactory: { buildSerializer: schemas.serializerFactory() } },
     loggerInstance: options.logger === false ? undefined : options.logger,
     logger: options.logger === false ? false : undefined,
-    http: { maxHeaderSize: limits.headerBytesMax },
+    // While the app closes, a request that still arrives on an open keep-alive connection is
+    // served (the store is closed only after the listeners) and answered with `Connection: close`,
+    // instead of Fastify's default 503 that a proxy would not retry for a POST.
+    return503OnClosing: false,
+    // Bounds on receiving a request (docs/decisions.md, "Hardening"): Fastify sets the server's
+    // requestTimeout itself (0, none, by default); the headers bound and Node's check interval
+    // (30 s by default) can only be given when the server is created.
+    requestTimeout: timeouts.requestReceiveTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveIdleMs,
+    http: {
+      maxHeaderSize: limits.headerBytesMax,
+      headersTimeout: timeouts.requestHeadersTimeoutMs,
+      requestTimeout: timeouts.requestReceiveTimeoutMs,
+      connectionsCheckingInterval: timeouts.requestTimeoutCheckIntervalMs,
+    },
     bodyLimit: limits.jsonBodyBytesMax,
     trustProxy: trusted.length > 0 ? [...trusted] : false,
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && requestIdPattern.test(given) ? given : crypto.randomUUID();
     },
-    // 431 and other malformed requests that never reach routing get the same body shape.
-    clientErrorHandler: (err, socket) => {
-      if ((err as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed || !socket.writable)
-        return;
-      const overflow = (err as NodeJS.ErrnoException).code === "HPE_HEADER_OVERFLOW";
-      const body = overflow
-        ? '{"code":431,"msg":"Request Header Fields Too Large","msg_detail":null}'
-        : '{"code":400,"msg":"Bad Request","msg_detail":null}';
-      const status = overflow ? "431 Request Header Fields Too Large" : "400 Bad Request";
-      socket.end(
-        `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
-    },
+    // 400, 408 and 431 for requests that never reach routing, in the same body shape.
+    clientErrorHandler,
     routerOptions: { maxParamLength: 512 },
     // A target the router cannot decode (bad percent-encoding, an over-long parameter) is a path
     // that does not exist: 404, after authentication in the partner space.
+    // Nothing has read its body yet: it is read here first, under the limit the route would
+    // apply, so the signature is checked over the bytes sent (413 above the limit).
     frameworkErrors: (_error, request, reply) => {
+      reply.header("X-Request-ID", request.id);
       const authenticator = options.authenticator;
       if (authenticator === undefined || !isPartnerTarget(request.raw.url ?? "")) {
         return sendError(reply, "not_found");
       }
-      return authenticate(authenticator, request, reply).then(
-        (refused) => refused ?? sendError(reply, "not_found"),
-        () => sendError(reply, "internal_error"),
+      const body = announcesBody(request)
+        ? readBodyBytes(request, request.raw, multipartTargets.bodyLimit(request))
+        : Promise.resolve(null);
+      return body.then(
+        (bytes) => {
+          request.rawBody = bytes;
+          return authenticate(authenticator, request, reply, options.rateLimiter ?? null).then(
+            (refused) => refused ?? sendError(reply, "not_found"),
+            () => sendError(reply, "internal_error"),
+          );
+        },
+        (err: FastifyError) => errorHandler(err, request, reply),
       );
     },
   });
+  app.addHook("onRoute", (route) => multipartTargets.add(route));
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);
   app.decorateRequest("partnerId", null);
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(schemas.validatorCompiler(validatorCompiler));
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-ID", request.id);
+  });
+  // Draining (docs/operations.md, "Rolling restart"): from the moment the app starts to close, every
+  // answer, also that of a request already under way, says `Connection: close`, so a client or
+  // proxy never sends another request on a connection the process is about to close.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("Connection", "close");
+    done(null, payload);
   });
   registerBodyParsers(app);
   if (options.metrics) options.metrics.instrument(app);
   return app;
 }
 
-/** 405 for a known path asked with a method it does not serve, in the spec's error shape. */
+/** 405 for a known path asked with a method it does not serve, in the contract's error shape. */
 function collectRoutesFor405(app: FastifyInstance): () => void {
   const byUrl = new Map<string, Set<string>>();
   app.addHook("onRoute", (route) => {
@@ -105,45 +223,39 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
       app.route({
         method: missing,
         url,
-
+        config: methodNotAllowedRoute,
         handler: async (_request, reply) => sendError(reply, "method_not_allowed"),
       });
     }
   };
 }
 
-/** Unreadable bodies, NUL bytes and broken Unicode in any input: 422, after authentication. */
-function addInputChecks(app: FastifyInstance): void {
-  app.addHook("preValidation", async (request) => {
-    if (request.bodyError !== null) throw validationError(request.bodyError);
-    for (const [part, values] of [
-      ["query", request.query],
-      ["path", request.params],
-    ] as const) {
-      if (values === null || typeof values !== "object") continue;
-      for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
-        for (const v of Array.isArray(value) ? value : [value]) {
-          const problem = typeof v === "string" ? checkString(v, [part, name]) : null;
-          if (problem !== null) throw validationError([problem]);
-        }
-      }
-    }
+export function buildPartnerApp(services: Services, options: PartnerAppOptions): FastifyInstance {
+  const app = baseApp(services, {
+    ...options,
+    authenticator: services.authenticator,
+    rateLimiter: services.rateLimiter,
   });
-}
-
-export function buildPartnerApp(services: Services, options: AppOptions): FastifyInstance {
-  const app = baseApp(services, { ...options, authenticator: services.authenticator });
   // Document uploads: the multipart bytes are kept for the signature like any other body.
   registerMultipartParser(app);
-  // Order of checks (DESIGN): size limits (parsers) → auth → route → schema → the use case.
-  app.addHook("preValidation", signatureAuthHook(services.authenticator));
+  // Order of checks (docs/errors.md): size limits (parsers) → auth → route → schema → the use case.
+  // Rate limits come after authentication: a request that cannot be verified is a 401, never a
+  // draw on anyone's budget.
+  app.addHook("preValidation", signatureAuthHook(services.authenticator, services.rateLimiter));
   addInputChecks(app);
   const add405 = collectRoutesFor405(app);
   // GET /openapi.json and /docs (public); set up before the routes the document describes.
   registerOpenApi(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
+  // Readiness (docs/operations.md, "Health, logs, metrics"): 200 while the process can serve (it
+  // listens, its schema is current, the database answers), 503 while the database does not answer
+  // or once the process is stopping; either way the background jobs it leads.
+  const readiness = options.readiness ?? notRunningJobs;
   app.get("/readyz", async (_request, reply) => {
+    const backgroundJobs = readiness.backgroundJobs().map(({ job, leader }) => ({ job, leader }));
+    if (readiness.stopping())
+      return reply.code(503).send({ status: "stopping", background_jobs: backgroundJobs });
     const ready = await services.database.db
       .selectFrom("schema_migrations")
       .select("version")
@@ -151,7 +263,9 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
       .execute()
       .then(() => true)
       .catch(() => false);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "unavailable" });
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ status: ready ? "ready" : "unavailable", background_jobs: backgroundJobs });
   });
   catalogRoutes(app, services.catalog);
   fundingRoutes(app, services.funding);
@@ -161,6 +275,8 @@ export function buildPartnerApp(services: Services, options: AppOptions): Fastif
   clientsRoutes(app, services.clients);
   documentsRoutes(app, services.documents);
   fileRoutes(app, services.documents);
+  eventsRoutes(app, services.events);
+  webhooksRoutes(app, services.webhooks);
   add405();
 
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
@@ -174,18 +290,16 @@ export interface AdminAppOptions extends AppOptions {
 }
 
 export function buildAdminApp(services: Services, options: AdminAppOptions): FastifyInstance {
-  const app = baseApp(services, { logger: options.logger });
-  const expected = crypto.createHash("sha256").update(options.adminToken).digest();
-  app.addHook("onRequest", async (request, reply) => {
-    if (request.url === "/healthz" || request.url === "/metrics") return;
-    const given = request.headers.authorization ?? "";
-    const token = given.startsWith("Bearer ") ? given.slice(7) : "";
-    const digest = crypto.createHash("sha256").update(token).digest();
-    if (!crypto.timingSafeEqual(digest, expected)) {
-      await sendError(reply, "unauthorized");
-      return reply;
-    }
+  const app = baseApp(services, {
+    logger: options.logger,
+    timeouts: options.timeouts ?? {},
+    schemas: options.schemas,
   });
+  // Bearer token or console session, CSRF, then the route's role (http/admin-access.ts).
+  app.decorateRequest("actor", null);
+  app.decorateRequest("operatorSession", null);
+  requireRouteRoles(app);
+  app.addHook("onRequest", adminAccessHook(services.operators, options.adminToken));
   addInputChecks(app);
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/metrics", async (_request, reply) => {
@@ -196,6 +310,10 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   adminMoneyRoutes(app, services);
   adminTradingRoutes(app, services);
   adminClientsRoutes(app, services);
+  webhooksAdminRoutes(app, services.webhooks);
+  operatorsRoutes(app, { operators: services.operators, secureCookies: !isLoopback(services.config.host) });
+  auditRoutes(app, services);
+  consoleRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }

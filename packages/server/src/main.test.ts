@@ -1,9 +1,11 @@
-// The service as a process (issue "Foundation", points 1, 2 and 7): the zero-configuration
+// The service as a process (README.md "Two commands"; docs/operations.md): the zero-configuration
 // sandbox, health and readiness, metrics, logs with request ids and no secrets, the PGlite folder
 // lock, graceful shutdown on SIGTERM, and several API processes on PostgreSQL.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { signRequest } from "@counterpart/protocol";
@@ -17,14 +19,24 @@ function signedHeaders(partnerId: string, keyPem: string, method: string, target
 
 describe("the sandbox process", () => {
   const dataDir = tempDataDir();
-  let svc: ServiceProcess;
+  let svc: ServiceProcess | undefined;
   after(async () => {
     if (svc !== undefined && svc.child.exitCode === null) await svc.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
+  /**
+   * The sandbox on dataDir, started by whichever test needs it first (and again after the SIGTERM
+   * test stopped it), so that every test runs alone and in any order.
+   */
+  async function running(): Promise<ServiceProcess> {
+    if (svc === undefined || svc.child.exitCode !== null) {
+      svc = await startService({ DATA_DIR: dataDir, LOG_LEVEL: "debug" });
+    }
+    return svc;
+  }
 
   test("starts with no configuration beyond ports, prints the demo partner, and serves", async () => {
-    svc = await startService({ DATA_DIR: dataDir, LOG_LEVEL: "debug" });
+    const svc = await running();
     const out = svc.output();
     const demo = JSON.parse(fs.readFileSync(path.join(dataDir, "demo-partner/partner.json"), "utf8"));
     assert.match(out, new RegExp(`demo partner +${demo.partner_id}`));
@@ -41,6 +53,7 @@ describe("the sandbox process", () => {
   });
 
   test("health, readiness and request ids", async () => {
+    const svc = await running();
     const health = await fetch(`${svc.partnerUrl}/healthz`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), { status: "ok" });
@@ -51,6 +64,7 @@ describe("the sandbox process", () => {
   });
 
   test("metrics count requests by route and status on the admin listener", async () => {
+    const svc = await running();
     await fetch(`${svc.partnerUrl}/v1/public/assets`);
     await fetch(`${svc.partnerUrl}/v1/public/assets/NOPE`);
     const text = await (await fetch(`${svc.adminUrl}/metrics`)).text();
@@ -66,6 +80,7 @@ describe("the sandbox process", () => {
   });
 
   test("the admin API needs its bearer token", async () => {
+    const svc = await running();
     const res = await fetch(`${svc.adminUrl}/admin/partners`);
     assert.equal(res.status, 401);
     const token = fs.readFileSync(path.join(dataDir, "admin-token"), "utf8").trim();
@@ -76,6 +91,7 @@ describe("the sandbox process", () => {
   });
 
   test("a refused signature is logged at debug with its cause, and no secret reaches the log", async () => {
+    const svc = await running();
     const demo = JSON.parse(fs.readFileSync(path.join(dataDir, "demo-partner/partner.json"), "utf8"));
     const stale = signRequest({
       partnerId: demo.partner_id,
@@ -107,6 +123,7 @@ describe("the sandbox process", () => {
   });
 
   test("a second process on the same PGlite folder refuses to start, clearly", async () => {
+    await running(); // the first process, holding the folder
     const second = spawnServe({ DATA_DIR: dataDir, PORT: "0", ADMIN_PORT: "0", PRICE_FEED: "manual" });
     const code = await exitOf(second.child);
     assert.equal(code, 2);
@@ -118,6 +135,7 @@ describe("the sandbox process", () => {
   });
 
   test("SIGTERM stops it gracefully (exit 0) and releases the folder", async () => {
+    const svc = await running();
     assert.equal(await svc.stop(), 0);
     assert.match(svc.output(), /stopped on SIGTERM/);
     assert.equal(fs.existsSync(path.join(dataDir, "pglite", "counterpart.lock")), false);
@@ -131,6 +149,83 @@ describe("the sandbox process", () => {
     }
   });
 
+  test("SIGTERM drains: a request in flight on a keep-alive connection is served, with Connection: close", async () => {
+    const svc = await running();
+    const demo = JSON.parse(fs.readFileSync(path.join(dataDir, "demo-partner/partner.json"), "utf8"));
+    const key = fs.readFileSync(path.join(dataDir, "demo-partner/private-key.pem"), "utf8");
+    const deposit = (ref: string) => {
+      const body = JSON.stringify({
+        partner_client_id: "nobody",
+        asset_id: "AED",
+        amount: "1",
+        partner_order_ref: ref,
+      });
+      const headers = signedHeaders(demo.partner_id, key, "POST", "/v1/partner/deposits", body);
+      return { body, headers };
+    };
+    // What the service answers this request when it is not stopping.
+    const reference = deposit("drain-0");
+    const expected = await fetch(`${svc.partnerUrl}/v1/partner/deposits`, {
+      method: "POST",
+      headers: { ...reference.headers, "content-type": "application/json" },
+      body: reference.body,
+    });
+    const expectedBody = await expected.json();
+
+    const { port } = new URL(svc.partnerUrl);
+    const socket = net.connect(Number(port), "127.0.0.1");
+    socket.on("error", () => {});
+    let answer = "";
+    socket.on("data", (c: Buffer) => (answer += c.toString()));
+    const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const inFlight = deposit("drain-1");
+    const head = [
+      "POST /v1/partner/deposits HTTP/1.1",
+      "Host: 127.0.0.1",
+      "Connection: keep-alive",
+      "Content-Type: application/json",
+      "X-Request-ID: drain-1",
+      `Content-Length: ${Buffer.byteLength(inFlight.body)}`,
+      ...Object.entries(inFlight.headers).map(([k, v]) => `${k}: ${v}`),
+    ];
+    const half = Math.floor(inFlight.body.length / 2);
+    socket.write(`${head.join("\r\n")}\r\n\r\n${inFlight.body.slice(0, half)}`);
+    // The request has begun once the service logs it (LOG_LEVEL=debug); its body is still coming.
+    for (let i = 0; i < 400 && !/"reqId":"drain-1"/.test(svc.output()); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    assert.match(svc.output(), /"reqId":"drain-1"/);
+
+    const exit = exitOf(svc.child);
+    svc.child.kill("SIGTERM");
+    // The listener closes at once: a new connection is refused while the request above is pending.
+    const refused = () =>
+      new Promise<boolean>((resolve) => {
+        const probe = net.connect(Number(port), "127.0.0.1");
+        probe.once("connect", () => {
+          probe.destroy();
+          resolve(false);
+        });
+        probe.once("error", () => resolve(true));
+      });
+    let closed = false;
+    for (let i = 0; i < 400 && !closed; i++) {
+      closed = await refused();
+      if (!closed) await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.ok(closed, "the listener closed");
+
+    socket.write(inFlight.body.slice(half));
+    await ended;
+    const [statusLine, ...rest] = answer.split("\r\n");
+    assert.equal(statusLine, `HTTP/1.1 ${expected.status} ${http.STATUS_CODES[expected.status]}`, answer);
+    assert.ok(
+      rest.some((l) => /^connection: close$/i.test(l)),
+      answer,
+    );
+    assert.deepEqual(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)), expectedBody);
+    assert.equal(await exit, 0, svc.output());
+  });
+
   test("SIGTERM while the service is still starting stops it gracefully once started", async () => {
     const fresh = tempDataDir();
     try {
@@ -141,8 +236,9 @@ describe("the sandbox process", () => {
         PRICE_FEED: "manual",
         LOG_LEVEL: "info",
       });
-      // The migrations are logged before the listeners open: the signal lands mid-start.
-      for (let i = 0; i < 600 && !p.output().includes("migrations applied"); i++) {
+      // The migrations are logged before the listeners open: the signal lands mid-start. Bounded
+      // at 2 minutes: on a loaded machine a cold start (Node, the modules, PGlite) has taken 30 s.
+      for (let i = 0; i < 2_400 && !p.output().includes("migrations applied"); i++) {
         if (p.child.exitCode !== null) break;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -157,8 +253,11 @@ describe("the sandbox process", () => {
   });
 
   test("bad configuration exits 2 with one line per bad value and no stack trace", async () => {
-    const bad = spawnServe({ DATA_DIR: dataDir, PORT: "99999", LOG_LEVEL: "chatty" });
+    // A folder of its own: the sandbox may hold dataDir, whatever ran before.
+    const fresh = tempDataDir();
+    const bad = spawnServe({ DATA_DIR: fresh, PORT: "99999", LOG_LEVEL: "chatty" });
     assert.equal(await exitOf(bad.child), 2);
+    fs.rmSync(fresh, { recursive: true, force: true });
     const lines = bad.output().trim().split("\n");
     assert.deepEqual(lines.map((l) => l.replace(/:.*$/, ": …")).sort(), ["counterpart: …", "counterpart: …"]);
     assert.match(bad.output(), /PORT: expected an integer from 0 to 65535/);
@@ -238,5 +337,120 @@ describe("several API processes", () => {
       await admin.end();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("background jobs and starts on PostgreSQL", () => {
+  if (!onPostgres) return;
+
+  /** A database of its own (advisory locks are per database), dropped after the test. */
+  async function withFreshDatabase(work: (url: string) => Promise<void>): Promise<void> {
+    const dbName = `cp_bg_${process.pid}_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: testDatabaseUrl! });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(testDatabaseUrl!);
+    url.pathname = `/${dbName}`;
+    try {
+      await work(url.toString());
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await admin.end();
+    }
+  }
+
+  /**
+   * Counts the feed's writes: each tick is one UPDATE statement of asset_pairs, counted by a
+   * statement-level trigger added to this test's database.
+   */
+  async function countTicks(client: pg.Client): Promise<void> {
+    await client.query(`
+      CREATE TABLE feed_ticks (at timestamptz NOT NULL DEFAULT clock_timestamp());
+      CREATE FUNCTION count_feed_tick() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO feed_ticks DEFAULT VALUES; RETURN NULL; END $$;
+      CREATE TRIGGER count_feed_tick AFTER UPDATE ON asset_pairs
+        FOR EACH STATEMENT EXECUTE FUNCTION count_feed_tick();`);
+  }
+
+  /** The feed's ticks, in every process together, during the next `ms`. */
+  async function ticksDuring(client: pg.Client, ms: number): Promise<number> {
+    const count = async () =>
+      Number((await client.query<{ n: string }>("SELECT count(*) AS n FROM feed_ticks")).rows[0]!.n);
+    const before = await count();
+    await new Promise((res) => setTimeout(res, ms));
+    return (await count()) - before;
+  }
+
+  const leads = (s: ServiceProcess) => s.output().includes("price feed: this process leads");
+
+  test("of three processes started together on an empty database, one runs the price feed; kill -9 it and another takes over", async () => {
+    await withFreshDatabase(async (url) => {
+      const dirs = [tempDataDir(), tempDataDir(), tempDataDir()];
+      const services: ServiceProcess[] = [];
+      const client = new pg.Client({ connectionString: url });
+      try {
+        // Started together on an empty database: the migrations are serialised by their lock.
+        const started = await Promise.allSettled(
+          dirs.map((d) =>
+            startService({
+              DATA_DIR: d,
+              DATABASE_URL: url,
+              PRICE_FEED: "simulated",
+              ADMIN_PORT: "off",
+            }),
+          ),
+        );
+        for (const s of started) if (s.status === "fulfilled") services.push(s.value);
+        for (const s of started) if (s.status === "rejected") throw s.reason;
+        await client.connect();
+        await countTicks(client);
+
+        // Within a few seconds exactly one leads, and prices move at one feed's pace (one tick a
+        // second), not three.
+        for (let i = 0; i < 100 && !services.some(leads); i++) await new Promise((r) => setTimeout(r, 100));
+        const ticks = await ticksDuring(client, 4_000);
+        assert.ok(ticks >= 2 && ticks <= 6, `${ticks} ticks in 4 s`);
+        assert.equal(services.filter(leads).length, 1, services.map((s) => s.output()).join("\n---\n"));
+
+        const leader = services.find(leads)!;
+        const others = services.filter((s) => s !== leader);
+        leader.child.kill("SIGKILL");
+        await exitOf(leader.child);
+        const killedAt = Date.now();
+        while (!others.some(leads) && Date.now() - killedAt < 10_000) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(others.filter(leads).length, 1, "another process took over within 10 s");
+        const after = await ticksDuring(client, 3_000);
+        assert.ok(after >= 2 && after <= 5, `${after} ticks in 3 s after the takeover`);
+        for (const s of others) assert.equal(s.child.exitCode, null, "no process exited");
+      } finally {
+        await client.end().catch(() => {});
+        for (const s of services)
+          if (s.child.exitCode === null && s.child.signalCode === null) await s.stop();
+        for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+      }
+    });
+  });
+
+  test("a second start on a current schema applies no migration", async () => {
+    await withFreshDatabase(async (url) => {
+      const dataDir = tempDataDir();
+      try {
+        const first = await startService({ DATA_DIR: dataDir, DATABASE_URL: url, ADMIN_PORT: "off" });
+        assert.match(first.output(), /migrations applied/);
+        assert.equal(await first.stop(), 0);
+        const second = await startService({ DATA_DIR: dataDir, DATABASE_URL: url, ADMIN_PORT: "off" });
+        try {
+          assert.match(second.output(), /schema current; no migration applied/);
+          assert.doesNotMatch(second.output(), /migrations applied/);
+          assert.equal((await fetch(`${second.partnerUrl}/readyz`)).status, 200);
+        } finally {
+          assert.equal(await second.stop(), 0);
+        }
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
   });
 });

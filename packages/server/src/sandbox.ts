@@ -5,6 +5,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { generateKeyPair } from "@counterpart/protocol";
+import { systemNote } from "./modules/audit/index.ts";
 import type { PartnersService } from "./modules/partners/index.ts";
 
 export interface DemoPartner {
@@ -70,14 +71,39 @@ export async function ensureDemoPartner(dataDir: string, partners: PartnersServi
   }
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const keys = generateKeyPair();
-  const created = await partners.create({
-    name: "Demo Partner",
-    publicKeyPem: keys.publicKeyPem,
-    allowIps: ["127.0.0.1/32", "::1/128"],
-  });
+  const created = await partners.create(
+    {
+      name: "Demo Partner",
+      publicKeyPem: keys.publicKeyPem,
+      allowIps: ["127.0.0.1/32", "::1/128"],
+    },
+    systemNote,
+  );
   if (!created.ok) throw new Error(`could not create the demo partner: ${created.error}`);
   fs.writeFileSync(privateKeyPath, keys.privateKeyPem, { mode: 0o600 });
   fs.writeFileSync(publicKeyPath, keys.publicKeyPem);
   fs.writeFileSync(infoPath, `${JSON.stringify({ partner_id: created.partner.id }, null, 2)}\n`);
   return { partnerId: created.partner.id, privateKeyPath, publicKeyPath };
+}
+
+/**
+ * The service's Ed25519 key for signing webhooks: WEBHOOK_SIGNING_KEY when given, else the one kept
+ * in the data folder, made once (written aside and hard-linked into place, as folderSecret does).
+ */
+export function folderSigningKey(dataDir: string, configured: string | null): string {
+  if (configured !== null) return configured;
+  const file = path.join(dataDir, "webhook-signing-key.pem");
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const aside = `${file}.${process.pid}.${crypto.randomBytes(4).toString("hex")}`;
+    fs.writeFileSync(aside, generateKeyPair().privateKeyPem, { mode: 0o600, flag: "wx" });
+    try {
+      fs.linkSync(aside, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    } finally {
+      fs.rmSync(aside, { force: true });
+    }
+  }
+  return fs.readFileSync(file, "utf8");
 }

@@ -1,9 +1,9 @@
-// A client's balances (spec §4.2). Balances change between calls: fetch one before deciding.
+// A client's balances (docs/reference.md §4.2). Balances change between calls: fetch one before deciding.
 
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
 import { segment } from "../request-sender.ts";
 import { itemsOf, resultOf } from "../responses.ts";
-import type { Balance } from "../types.ts";
+import type { Balance, WithResponse } from "../types.ts";
 
 export class Balances {
   readonly #sender: RequestSender;
@@ -12,7 +12,10 @@ export class Balances {
   }
 
   /** GET /v1/partner/balances: one entry per asset, zero balances included. Errors: 2008. */
-  async list(partnerClientId: string, options: RequestOptions = {}): Promise<Balance[]> {
+  async list(
+    partnerClientId: string,
+    options: RequestOptions = {},
+  ): Promise<WithResponse<WithResponse<Balance>[]>> {
     const response = await this.#sender.send(
       {
         method: "GET",
@@ -27,7 +30,11 @@ export class Balances {
   }
 
   /** GET /v1/partner/balances/{asset_id}. Errors: 2008 (client), 2012 (asset). */
-  async get(partnerClientId: string, assetId: string, options: RequestOptions = {}): Promise<Balance> {
+  async get(
+    partnerClientId: string,
+    assetId: string,
+    options: RequestOptions = {},
+  ): Promise<WithResponse<Balance>> {
     const response = await this.#sender.send(
       {
         method: "GET",

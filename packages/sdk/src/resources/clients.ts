@@ -1,11 +1,19 @@
-// The partner's clients (spec §4.6). Every client path names the client by partner_client_id;
+// The partner's clients (docs/reference.md §4.6). Every client path names the client by partner_client_id;
 // the single-client paths end with a slash, which is part of the signed path.
 
 import { checkPageParams, paginate } from "../pagination.ts";
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
 import { segment } from "../request-sender.ts";
-import { pageOf, resultOf } from "../responses.ts";
-import type { Client, ClientCreateRequest, ClientListParams, ClientUpdateRequest, Page } from "../types.ts";
+import { pageOf, responseInfo, resultOf } from "../responses.ts";
+import type {
+  Client,
+  ClientCreateRequest,
+  ClientListParams,
+  ClientUpdateRequest,
+  Page,
+  ResponseInfo,
+  WithResponse,
+} from "../types.ts";
 
 const clientPath = (partnerClientId: string) =>
   `/v1/partner/clients/${segment(partnerClientId, "partnerClientId")}`;
@@ -22,7 +30,7 @@ export class Clients {
    * answer 2026): on such a TimeoutError or NetworkError, call `get` before creating again.
    * Errors: 422; 2016, 2021, 2022, 2023, 2024, 2025, 2026, 2027, 2028.
    */
-  async create(request: ClientCreateRequest, options: RequestOptions = {}): Promise<Client> {
+  async create(request: ClientCreateRequest, options: RequestOptions = {}): Promise<WithResponse<Client>> {
     const response = await this.#sender.send(
       { method: "POST", path: "/v1/partner/clients", json: request, signed: true, replaySafe: false },
       options,
@@ -31,7 +39,7 @@ export class Clients {
   }
 
   /** GET /v1/partner/clients/{partner_client_id}/. Errors: 2008 for an unknown client. */
-  async get(partnerClientId: string, options: RequestOptions = {}): Promise<Client> {
+  async get(partnerClientId: string, options: RequestOptions = {}): Promise<WithResponse<Client>> {
     const response = await this.#sender.send(
       { method: "GET", path: `${clientPath(partnerClientId)}/`, signed: true, replaySafe: true },
       options,
@@ -47,7 +55,7 @@ export class Clients {
     partnerClientId: string,
     request: ClientUpdateRequest,
     options: RequestOptions = {},
-  ): Promise<Client> {
+  ): Promise<WithResponse<Client>> {
     const response = await this.#sender.send(
       {
         method: "PUT",
@@ -63,11 +71,16 @@ export class Clients {
 
   /**
    * PUT /v1/partner/clients/{partner_client_id}/activation: false blocks quotes, executions and
-   * funding (2010) and keeps the record; true allows them again. Errors: 422; 2008.
+   * funding (2010) and keeps the record; true allows them again. Resolves to the response's facts
+   * (there is no body). Errors: 422; 2008.
    */
-  async setActive(partnerClientId: string, active: boolean, options: RequestOptions = {}): Promise<void> {
+  async setActive(
+    partnerClientId: string,
+    active: boolean,
+    options: RequestOptions = {},
+  ): Promise<ResponseInfo> {
     if (typeof active !== "boolean") throw new TypeError(`active must be a boolean, got ${String(active)}`);
-    await this.#sender.send(
+    const response = await this.#sender.send(
       {
         method: "PUT",
         path: `${clientPath(partnerClientId)}/activation`,
@@ -77,10 +90,14 @@ export class Clients {
       },
       options,
     );
+    return responseInfo(response);
   }
 
   /** GET /v1/partner/clients: one page, newest first, filtered by status and creation time. */
-  async list(params: ClientListParams = {}, options: RequestOptions = {}): Promise<Page<Client>> {
+  async list(
+    params: ClientListParams = {},
+    options: RequestOptions = {},
+  ): Promise<WithResponse<Page<WithResponse<Client>>>> {
     checkPageParams(params);
     const response = await this.#sender.send(
       {
@@ -105,7 +122,7 @@ export class Clients {
   listAll(
     params: ClientListParams = {},
     options: RequestOptions = {},
-  ): AsyncGenerator<Client, void, undefined> {
+  ): AsyncGenerator<WithResponse<Client>, void, undefined> {
     return paginate(params, (page, page_size) => this.list({ ...params, page, page_size }, options));
   }
 }

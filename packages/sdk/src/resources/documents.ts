@@ -1,5 +1,5 @@
-// A client's KYC documents (spec §4.7). Uploads are multipart bodies the SDK writes itself, so that
-// the bytes it signs are the bytes it sends (DESIGN: the service hashes multipart bodies as sent).
+// A client's KYC documents (docs/reference.md §4.7). Uploads are multipart bodies the SDK writes itself, so that
+// the bytes it signs are the bytes it sends (docs/reference.md §5.2: multipart bodies are hashed as sent).
 
 import { type MultipartPart, multipartBody } from "../multipart.ts";
 import { checkPageParams, paginate } from "../pagination.ts";
@@ -12,6 +12,7 @@ import type {
   DocumentListParams,
   DocumentUploadRequest,
   Page,
+  WithResponse,
 } from "../types.ts";
 
 const documentsPath = (partnerClientId: string) =>
@@ -44,7 +45,7 @@ export class Documents {
     partnerClientId: string,
     request: DocumentUploadRequest,
     options: RequestOptions = {},
-  ): Promise<ClientDocument> {
+  ): Promise<WithResponse<ClientDocument>> {
     const parts: MultipartPart[] = [
       { name: "type", value: request.type },
       filePart("front_file", request.front),
@@ -68,7 +69,7 @@ export class Documents {
     partnerClientId: string,
     documentId: number,
     options: RequestOptions = {},
-  ): Promise<ClientDocument> {
+  ): Promise<WithResponse<ClientDocument>> {
     if (!Number.isSafeInteger(documentId) || documentId < 1) {
       throw new RangeError(
         `documentId must be a positive integer (the document's id), got ${String(documentId)}`,
@@ -91,7 +92,7 @@ export class Documents {
     partnerClientId: string,
     params: DocumentListParams = {},
     options: RequestOptions = {},
-  ): Promise<Page<ClientDocument>> {
+  ): Promise<WithResponse<Page<WithResponse<ClientDocument>>>> {
     checkPageParams(params);
     const response = await this.#sender.send(
       {
@@ -111,7 +112,7 @@ export class Documents {
     partnerClientId: string,
     params: DocumentListParams = {},
     options: RequestOptions = {},
-  ): AsyncGenerator<ClientDocument, void, undefined> {
+  ): AsyncGenerator<WithResponse<ClientDocument>, void, undefined> {
     return paginate(params, (page, page_size) =>
       this.list(partnerClientId, { ...params, page, page_size }, options),
     );

@@ -1,17 +1,17 @@
-// Fiat funding (spec §4.4): deposits and withdrawals, each one order, completed on return. The
+// Fiat funding (docs/reference.md §4.4): deposits and withdrawals, each one order, completed on return. The
 // required partner_order_ref makes both safe to send again; a 2020 is resolved by fetching the
 // order the reference names (see order-recovery.ts).
 
 import { createOrder } from "../order-recovery.ts";
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
-import type { FundingRequest, OrderResult } from "../types.ts";
+import type { FundingRequest, OrderResult, WithResponse } from "../types.ts";
 
 function fund(
   sender: RequestSender,
   kind: "deposit" | "withdrawal",
   request: FundingRequest,
   options: RequestOptions,
-): Promise<OrderResult> {
+): Promise<WithResponse<OrderResult>> {
   return createOrder(
     sender,
     {
@@ -45,7 +45,7 @@ export class Deposits {
    * POST /v1/partner/deposits: raises the client's available balance by `amount` before returning.
    * Errors: 422; 2008, 2009, 2010, 2012; 2020 only when the reference names another order.
    */
-  create(request: FundingRequest, options: RequestOptions = {}): Promise<OrderResult> {
+  create(request: FundingRequest, options: RequestOptions = {}): Promise<WithResponse<OrderResult>> {
     return fund(this.#sender, "deposit", request, options);
   }
 }
@@ -60,7 +60,7 @@ export class Withdrawals {
    * POST /v1/partner/withdrawals: lowers the client's available balance by `amount`.
    * Errors: 422; 2008, 2009, 2010, 2012, 3005; 2020 only when the reference names another order.
    */
-  create(request: FundingRequest, options: RequestOptions = {}): Promise<OrderResult> {
+  create(request: FundingRequest, options: RequestOptions = {}): Promise<WithResponse<OrderResult>> {
     return fund(this.#sender, "withdrawal", request, options);
   }
 }

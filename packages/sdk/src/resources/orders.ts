@@ -1,10 +1,10 @@
-// Orders (spec §4.5): by numeric id, by the partner's reference, and listed with filters.
+// Orders (docs/reference.md §4.5): by numeric id, by the partner's reference, and listed with filters.
 
 import { fetchOrderByRef } from "../order-recovery.ts";
 import { checkPageParams, paginate } from "../pagination.ts";
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
 import { pageOf, resultOf } from "../responses.ts";
-import type { Order, OrderListParams, Page } from "../types.ts";
+import type { Order, OrderListParams, Page, WithResponse } from "../types.ts";
 
 export class Orders {
   readonly #sender: RequestSender;
@@ -13,7 +13,7 @@ export class Orders {
   }
 
   /** GET /v1/partner/orders/{order_id}. Throws NotFoundError if absent or of another partner. */
-  async get(orderId: number, options: RequestOptions = {}): Promise<Order> {
+  async get(orderId: number, options: RequestOptions = {}): Promise<WithResponse<Order>> {
     if (!Number.isSafeInteger(orderId) || orderId < 1) {
       throw new RangeError(`orderId must be a positive integer (the order's id), got ${String(orderId)}`);
     }
@@ -25,12 +25,15 @@ export class Orders {
   }
 
   /** GET /v1/partner/orders/ref/{partner_order_ref}. Throws NotFoundError if no order has it. */
-  getByRef(partnerOrderRef: string, options: RequestOptions = {}): Promise<Order> {
+  getByRef(partnerOrderRef: string, options: RequestOptions = {}): Promise<WithResponse<Order>> {
     return fetchOrderByRef(this.#sender, partnerOrderRef, options);
   }
 
   /** GET /v1/partner/orders: one page, newest first. Errors: 422 (filters, bounds), 2008. */
-  async list(params: OrderListParams = {}, options: RequestOptions = {}): Promise<Page<Order>> {
+  async list(
+    params: OrderListParams = {},
+    options: RequestOptions = {},
+  ): Promise<WithResponse<Page<WithResponse<Order>>>> {
     checkPageParams(params);
     const response = await this.#sender.send(
       {
@@ -60,7 +63,7 @@ export class Orders {
   listAll(
     params: OrderListParams = {},
     options: RequestOptions = {},
-  ): AsyncGenerator<Order, void, undefined> {
+  ): AsyncGenerator<WithResponse<Order>, void, undefined> {
     return paginate(params, (page, page_size) => this.list({ ...params, page, page_size }, options));
   }
 }

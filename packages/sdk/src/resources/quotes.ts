@@ -1,9 +1,9 @@
-// Trading in two steps (spec §4.3): a quote, then its execution into an order.
+// Trading in two steps (docs/reference.md §4.3): a quote, then its execution into an order.
 
 import { createOrder } from "../order-recovery.ts";
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
 import { resultOf } from "../responses.ts";
-import type { ExecuteRequest, OrderResult, Quote, QuoteRequest } from "../types.ts";
+import type { ExecuteRequest, OrderResult, Quote, QuoteRequest, WithResponse } from "../types.ts";
 
 export class Quotes {
   readonly #sender: RequestSender;
@@ -16,7 +16,7 @@ export class Quotes {
    * Errors: 422; 2008, 2009, 2010, 2013; 3005, 4000, 4001, 4003, 4004 (ApiError with `quote`, and
    * `limit` for 4003/4004).
    */
-  async create(request: QuoteRequest, options: RequestOptions = {}): Promise<Quote> {
+  async create(request: QuoteRequest, options: RequestOptions = {}): Promise<WithResponse<Quote>> {
     // Sending a quote request twice creates nothing: the unused token just expires.
     const response = await this.#sender.send(
       { method: "POST", path: "/v1/partner/quotes", json: request, signed: true, replaySafe: true },
@@ -33,7 +33,7 @@ export class Quotes {
    * recovered and is not retried: the token is single-use, so a second copy would answer 4008.
    * Errors: 422; 2008, 2009, 2010, 2020, 4008.
    */
-  async execute(request: ExecuteRequest, options: RequestOptions = {}): Promise<OrderResult> {
+  async execute(request: ExecuteRequest, options: RequestOptions = {}): Promise<WithResponse<OrderResult>> {
     const ref = request.partner_order_ref;
     return createOrder(
       this.#sender,

@@ -1,4 +1,4 @@
-// Configuration is validated at start, one clear line per bad value (DESIGN "Running").
+// Configuration is validated at start, one clear line per bad value (README.md "Configuration").
 
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -21,6 +21,7 @@ test("no configuration gives the documented defaults", () => {
   assert.equal(c.priceStaleAfterSeconds, 60);
   assert.equal(c.quoteLifetimeSeconds, 15);
   assert.equal(c.legalAgeYears, 18);
+  assert.deepEqual(c.fileStore, { kind: "local" });
   assert.ok(Object.isFrozen(c));
 });
 
@@ -70,4 +71,98 @@ test("WORKERS above 1 needs PostgreSQL; ADMIN_PORT=off runs no admin listener", 
   assert.equal(c.workers, 3);
   assert.equal(c.adminPort, null);
   assert.deepEqual(c.trustProxy, ["10.0.0.1", "::1"]);
+});
+
+test("FILE_STORE=s3 takes its bucket, region, endpoint and addressing style", () => {
+  const c = loadConfig({
+    FILE_STORE: "s3",
+    S3_BUCKET: "kyc-documents.eu",
+    S3_REGION: "eu-west-1",
+    S3_ENDPOINT: "https://objects.internal:9000",
+    S3_FORCE_PATH_STYLE: "true",
+  });
+  assert.deepEqual(c.fileStore, {
+    kind: "s3",
+    bucket: "kyc-documents.eu",
+    region: "eu-west-1",
+    endpoint: "https://objects.internal:9000",
+    forcePathStyle: true,
+  });
+  // The region may come from the SDK's own variable; AWS's endpoint and host-style addressing by default.
+  assert.deepEqual(loadConfig({ FILE_STORE: "s3", S3_BUCKET: "kyc", AWS_REGION: "me-central-1" }).fileStore, {
+    kind: "s3",
+    bucket: "kyc",
+    region: "me-central-1",
+    endpoint: null,
+    forcePathStyle: false,
+  });
+});
+
+test("a bad or incomplete file store setting is one line per variable, and none reveals a secret", () => {
+  const problems = (env: Record<string, string>): string[] => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      for (const p of err.problems) assert.doesNotMatch(p, /\n|hunter2/);
+      return err.problems.map((p) => p.split(":")[0]!);
+    }
+    return assert.fail("expected a ConfigError");
+  };
+  assert.deepEqual(problems({ FILE_STORE: "gcs" }), ["FILE_STORE"]);
+  assert.deepEqual(problems({ FILE_STORE: "s3" }), ["S3_BUCKET", "S3_REGION"]);
+  assert.deepEqual(
+    problems({
+      FILE_STORE: "s3",
+      S3_BUCKET: "Has_Upper",
+      S3_REGION: "eu west",
+      S3_ENDPOINT: "https://key:hunter2@objects.internal",
+      S3_FORCE_PATH_STYLE: "yes",
+    }),
+    ["S3_BUCKET", "S3_REGION", "S3_ENDPOINT", "S3_FORCE_PATH_STYLE"],
+  );
+  for (const endpoint of ["ftp://objects.internal", "objects.internal:9000", "https://o.internal/?x=1"]) {
+    assert.deepEqual(
+      problems({ FILE_STORE: "s3", S3_BUCKET: "kyc", S3_REGION: "x", S3_ENDPOINT: endpoint }),
+      ["S3_ENDPOINT"],
+    );
+  }
+  for (const bucket of ["ab", "a".repeat(64), "-kyc", "kyc-", "k..yc", "kyc/docs"]) {
+    assert.deepEqual(
+      problems({ FILE_STORE: "s3", S3_BUCKET: bucket, S3_REGION: "x" }),
+      ["S3_BUCKET"],
+      bucket,
+    );
+  }
+  // An S3 setting without FILE_STORE=s3 would keep the files on the local disk unnoticed.
+  assert.deepEqual(problems({ S3_BUCKET: "kyc", S3_ENDPOINT: "http://127.0.0.1:9000" }), [
+    "S3_BUCKET",
+    "S3_ENDPOINT",
+  ]);
+});
+
+test("REDIS_URL, REDIS_TIMEOUT_MS and RATE_LIMITS: defaults, valid values, one line per bad one", () => {
+  const plain = loadConfig({}, "/srv/app");
+  assert.equal(plain.redisUrl, null);
+  assert.equal(plain.redisTimeoutMs, 250);
+  assert.equal(plain.rateLimits, true);
+  const set = loadConfig(
+    { REDIS_URL: "redis://10.0.0.5:6379/2", REDIS_TIMEOUT_MS: "100", RATE_LIMITS: "off" },
+    "/srv/app",
+  );
+  assert.equal(set.redisUrl, "redis://10.0.0.5:6379/2");
+  assert.equal(set.redisTimeoutMs, 100);
+  assert.equal(set.rateLimits, false);
+  assert.throws(
+    () => loadConfig({ REDIS_URL: "http://x", REDIS_TIMEOUT_MS: "5", RATE_LIMITS: "yes" }, "/srv/app"),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(err.problems, [
+        "REDIS_URL: expected a redis:// or rediss:// URL",
+        'RATE_LIMITS: expected on or off, got "yes"',
+        'REDIS_TIMEOUT_MS: expected an integer from 10 to 10000, got "5"',
+      ]);
+      return true;
+    },
+  );
 });

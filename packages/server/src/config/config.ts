@@ -1,11 +1,31 @@
 // Environment → frozen, validated configuration. Every bad value is reported on its own line so an
 // operator fixes them all in one go; nothing else in the service reads process.env.
 
+import crypto from "node:crypto";
 import path from "node:path";
 import ipaddr from "ipaddr.js";
+import { limits } from "./limits.ts";
 
 export type PriceFeedKind = "simulated" | "manual";
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+/**
+ * Where document files are kept (docs/operations.md, "Document storage"): the data folder, or an
+ * S3-compatible bucket. Credentials for S3 are not configuration: the AWS SDK's default provider
+ * chain finds them (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, a web identity token,
+ * the container or instance role).
+ */
+export type FileStoreConfig =
+  | { readonly kind: "local" }
+  | {
+      readonly kind: "s3";
+      readonly bucket: string;
+      readonly region: string;
+      /** null: the AWS endpoint of the region. */
+      readonly endpoint: string | null;
+      /** Bucket in the path (`endpoint/bucket/key`) instead of the host name; most S3-compatible servers need it. */
+      readonly forcePathStyle: boolean;
+    };
 
 export interface Config {
   readonly port: number;
@@ -22,10 +42,27 @@ export interface Config {
   /** CIDR ranges of proxies whose X-Forwarded-For is believed. Empty: none. */
   readonly trustProxy: readonly string[];
   readonly fileUrlSecret: string | null;
+  readonly fileStore: FileStoreConfig;
   readonly priceFeed: PriceFeedKind;
   readonly priceStaleAfterSeconds: number;
   readonly quoteLifetimeSeconds: number;
   readonly legalAgeYears: number;
+  /** How long events are kept (docs/reference.md, "Events"); at least 30 days. */
+  readonly eventRetentionDays: number;
+  /** Webhooks may go to private, loopback and link-local addresses (WEBHOOK_ALLOW_PRIVATE=true). */
+  readonly webhookAllowPrivate: boolean;
+  /** Webhooks may go to plain http URLs outside the sandbox (WEBHOOK_ALLOW_HTTP=true). */
+  readonly webhookAllowHttp: boolean;
+  /** The service's Ed25519 key for signing webhooks (PEM), or null: one kept in the data folder. */
+  readonly webhookSigningKey: string | null;
+  /** The origin document links in webhook payloads point at (PUBLIC_URL). */
+  readonly publicUrl: string;
+  /** Where the replay guard and the rate-limit counters live; null: the database and this process. */
+  readonly redisUrl: string | null;
+  /** How long one Redis call is waited for before it counts as failed (REDIS_TIMEOUT_MS). */
+  readonly redisTimeoutMs: number;
+  /** Whether signed requests are rate limited per partner (RATE_LIMITS=on, the default). */
+  readonly rateLimits: boolean;
 }
 
 export class ConfigError extends Error {
@@ -50,6 +87,37 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
       return fallback;
     }
     return Number(raw);
+  }
+
+  function flag(name: string): boolean {
+    const raw = env[name];
+    if (raw === undefined || raw === "" || raw === "false" || raw === "0") return false;
+    if (raw === "true" || raw === "1") return true;
+    problems.push(`${name}: expected true or false, got "${raw}"`);
+    return false;
+  }
+
+  function signingKey(): string | null {
+    const raw = env.WEBHOOK_SIGNING_KEY;
+    if (raw === undefined || raw === "") return null;
+    try {
+      const key = crypto.createPrivateKey(raw);
+      if (key.asymmetricKeyType === "ed25519") return raw;
+    } catch {}
+    problems.push("WEBHOOK_SIGNING_KEY: expected an Ed25519 private key in PEM");
+    return null;
+  }
+
+  function publicUrl(): string {
+    const raw = env.PUBLIC_URL;
+    if (raw === undefined || raw === "") return `http://localhost:${port}`;
+    try {
+      const u = new URL(raw);
+      if ((u.protocol === "http:" || u.protocol === "https:") && u.pathname === "/" && u.search === "")
+        return u.origin;
+    } catch {}
+    problems.push(`PUBLIC_URL: expected an http(s) origin such as https://api.example.com, got "${raw}"`);
+    return `http://localhost:${port}`;
   }
 
   const port = integer("PORT", 8080, 0, 65535);
@@ -98,9 +166,21 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     problems.push("FILE_URL_SECRET: must be at least 32 characters");
   }
 
+  const fileStore = fileStoreConfig(env, problems);
+
   const priceFeed = (env.PRICE_FEED || "simulated") as PriceFeedKind;
   if (priceFeed !== "simulated" && priceFeed !== "manual") {
     problems.push(`PRICE_FEED: expected simulated or manual, got "${env.PRICE_FEED}"`);
+  }
+
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl !== null && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+    problems.push("REDIS_URL: expected a redis:// or rediss:// URL");
+  }
+
+  const rawRateLimits = env.RATE_LIMITS || "on";
+  if (rawRateLimits !== "on" && rawRateLimits !== "off") {
+    problems.push(`RATE_LIMITS: expected on or off, got "${rawRateLimits}"`);
   }
 
   const config: Config = {
@@ -115,13 +195,80 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     logLevel,
     trustProxy,
     fileUrlSecret,
+    fileStore,
     priceFeed,
     priceStaleAfterSeconds: integer("PRICE_STALE_AFTER_S", 60, 1, 86_400),
     quoteLifetimeSeconds: integer("QUOTE_LIFETIME_S", 15, 1, 3_600),
     legalAgeYears: integer("LEGAL_AGE", 18, 0, 150),
+    eventRetentionDays: integer("EVENT_RETENTION_DAYS", 30, 30, 3_650),
+    webhookAllowPrivate: flag("WEBHOOK_ALLOW_PRIVATE"),
+    webhookAllowHttp: flag("WEBHOOK_ALLOW_HTTP"),
+    webhookSigningKey: signingKey(),
+    publicUrl: publicUrl(),
+    redisUrl,
+    redisTimeoutMs: integer("REDIS_TIMEOUT_MS", limits.redisCommandMs, 10, 10_000),
+    rateLimits: rawRateLimits !== "off",
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** S3 bucket names: 3 to 63 lower-case letters, digits, dots and hyphens, a letter or digit at each end. */
+const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const s3Variables = ["S3_BUCKET", "S3_REGION", "S3_ENDPOINT", "S3_FORCE_PATH_STYLE"] as const;
+
+function fileStoreConfig(env: Record<string, string | undefined>, problems: string[]): FileStoreConfig {
+  const kind = env.FILE_STORE || "local";
+  if (kind !== "local" && kind !== "s3") {
+    problems.push(`FILE_STORE: expected local or s3, got "${kind}"`);
+    return { kind: "local" };
+  }
+  if (kind === "local") {
+    // An S3 setting without FILE_STORE=s3 would otherwise put KYC files on the local disk unnoticed.
+    for (const name of s3Variables) {
+      if (env[name])
+        problems.push(`${name}: set, but FILE_STORE is local (set FILE_STORE=s3, or remove ${name})`);
+    }
+    return { kind: "local" };
+  }
+  const bucket = env.S3_BUCKET || "";
+  if (bucket === "") problems.push("S3_BUCKET: required with FILE_STORE=s3");
+  else if (!bucketPattern.test(bucket) || bucket.includes("..")) {
+    problems.push(
+      `S3_BUCKET: expected a bucket name (3-63 lower-case letters, digits, dots, hyphens), got "${bucket}"`,
+    );
+  }
+  const region = env.S3_REGION || env.AWS_REGION || "";
+  if (region === "") problems.push("S3_REGION: required with FILE_STORE=s3 (or set AWS_REGION)");
+  else if (!/^[a-z0-9-]{1,64}$/.test(region)) {
+    problems.push(`S3_REGION: expected a region name such as eu-west-1, got "${region}"`);
+  }
+  const endpoint = env.S3_ENDPOINT || null;
+  if (endpoint !== null) {
+    const problem = endpointProblem(endpoint);
+    if (problem !== null) problems.push(`S3_ENDPOINT: ${problem}`);
+  }
+  const pathStyle = env.S3_FORCE_PATH_STYLE || "false";
+  if (pathStyle !== "true" && pathStyle !== "false") {
+    problems.push(`S3_FORCE_PATH_STYLE: expected true or false, got "${pathStyle}"`);
+  }
+  return { kind: "s3", bucket, region, endpoint, forcePathStyle: pathStyle === "true" };
+}
+
+/** Why `value` is not a usable S3 endpoint, or null. Credentials never go in it: they would be logged. */
+function endpointProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "expected an http:// or https:// URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "expected an http:// or https:// URL";
+  if (url.username !== "" || url.password !== "") {
+    return "must not hold credentials (use AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)";
+  }
+  if (url.search !== "" || url.hash !== "") return "expected a URL without a query or fragment";
+  return null;
 }
 
 export function isCidrOrIp(value: string): boolean {

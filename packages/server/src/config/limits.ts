@@ -8,31 +8,143 @@ export const limits = {
   jsonDepthMax: 32,
   /** Multipart bodies (document uploads) as a whole. */
   multipartBodyBytesMax: 11 * 1024 * 1024,
+  /**
+   * A body refused as too large is still read, and thrown away, up to this many more bytes or
+   * `bodyLingerMs`, whichever comes first, before the 413 is sent: closing a connection the
+   * client is still writing to resets it, and the reset can destroy the 413 before the client
+   * reads it (the "lingering close" of nginx and Apache). Past either bound the 413 goes at once.
+   */
+  bodyLingerBytesMax: 16 * 1024 * 1024,
+  bodyLingerMs: 2_000,
   multipartFilesMax: 2,
   multipartFieldsMax: 10,
   /** One text field of a multipart body (the document `type`); longer values are cut and refused. */
   multipartFieldBytesMax: 1024,
   /** Header lines of one part of a multipart body. */
   multipartPartHeadersMax: 8,
-  /** One uploaded document file (spec §8: 5 MB). */
+  /** Parsing a multipart body already in memory; past it the body counts as unreadable. */
+  multipartParseMsMax: 10_000,
+  /** One uploaded document file (docs/reference.md §8: 5 MB). */
   documentFileBytesMax: 5 * 1024 * 1024,
   /** Request headers as a whole; above it Node answers 431. */
   headerBytesMax: 16 * 1024,
-  /** Signature window (spec §5.2). */
+  /**
+   * Time to receive a request's headers, from its first byte (or, on a new connection, from the
+   * connection's opening): a silent or trickling client is answered 408 and its socket closed.
+   */
+  requestHeadersTimeoutMs: 10_000,
+  /**
+   * Time to receive a whole request, headers and body: a body trickled slower than that is
+   * answered 408 and its socket closed. 15 s carries the largest upload (11 MiB) at 6 Mbit/s.
+   */
+  requestReceiveTimeoutMs: 15_000,
+  /**
+   * How often Node looks for requests past the two bounds above (its default is 30 s): a slow
+   * request is cut at most this much after its bound.
+   */
+  requestTimeoutCheckIntervalMs: 1_000,
+  /**
+   * An idle keep-alive connection is closed after this long. Above the 60 s idle timeout of
+   * common load balancers, so that the balancer, not the service, closes idle connections.
+   */
+  keepAliveIdleMs: 72_000,
+  /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,
   pageSizeMax: 100,
-  /** String fields of a client (spec §8). */
+  /** String fields of a client (docs/reference.md §8). */
   stringLengthMax: 255,
   /** Serialisation failures and deadlocks are retried this many times, then 503. */
   transactionRetriesMax: 3,
-  /** Presigned document URLs (spec §2.2). */
+  /** Webhooks (docs/reference.md, "Webhooks"): a 2xx within this bound is a delivery. */
+  webhookTimeoutMs: 10_000,
+  /** A delivery is retried for this long after it was made, then it has failed. */
+  webhookRetryPeriodMs: 72 * 3_600_000,
+  /** Exponential backoff between attempts: the first wait, and the longest (before jitter). */
+  webhookBackoffFirstMs: 10_000,
+  webhookBackoffMaxMs: 3_600_000,
+  /** A claimed delivery is not due again for this long (timeout and margin): a dead worker's comes back. */
+  webhookLeaseMs: 30_000,
+  /** At most this much of an endpoint's answer is read. */
+  webhookResponseBytesMax: 4_096,
+  webhookEndpointsPerPartnerMax: 16,
+  /** Deliveries in flight per API process, and per endpoint per process. */
+  webhookConcurrency: 16,
+  webhookEndpointConcurrency: 2,
+  /** How often an idle worker looks for events to dispatch and deliveries due. */
+  webhookPollMs: 500,
+  /** Presigned document URLs (docs/reference.md §2.2). */
   fileUrlLifetimeSeconds: 900,
+  /** S3 file store: opening a connection to the endpoint gives up after this long. */
+  fileStoreConnectMs: 3_000,
+  /** S3 file store: one attempt (request sent, answer received) gives up after this long. */
+  fileStoreAttemptMs: 5_000,
+  /** S3 file store: attempts of one call (the SDK's retries, with backoff, on throttling and 5xx). */
+  fileStoreAttemptsMax: 3,
+  /**
+   * S3 file store: one whole call (every attempt, and reading the object) is abandoned after this
+   * long, whatever the SDK is doing; the request is then a 503.
+   */
+  fileStoreCallMs: 10_000,
   /**
    * Largest amount accepted in one deposit or withdrawal, in whole units: far above any real
    * transfer, and far below NUMERIC(38,8)'s 10^30, so sums of many can never overflow a balance.
    */
   amountWholeUnitsMax: 1_000_000_000_000_000n,
+  /** With WORKERS=N, the start fails when N API workers are not listening within this bound. */
+  workerStartMs: 120_000,
   /** Graceful shutdown gives in-flight requests this long before closing. */
   shutdownGraceMs: 10_000,
+  /**
+   * PostgreSQL: opening a connection, and waiting for a free one in the pool, each give up after
+   * this long (pg-pool's connectionTimeoutMillis bounds both). A database that refuses, hangs or
+   * sits behind a network black hole answers 503 in this time instead of holding the request.
+   */
+  databaseConnectMs: 3_000,
+  /** PostgreSQL cancels a statement that runs longer (statement_timeout; SQLSTATE 57014, a 503). */
+  databaseStatementMs: 4_000,
+  /**
+   * The client gives up waiting for a statement's answer after this long and drops the
+   * connection: the bound when the server itself cannot answer (stopped, unreachable). Longer
+   * than `databaseStatementMs`, so a slow statement is cancelled by the server first and its
+   * connection kept.
+   */
+  databaseReadMs: 5_000,
+  /** PostgreSQL ends a session left idle inside a transaction for longer (its locks go with it). */
+  databaseIdleInTransactionMs: 15_000,
+  /** Bound on each statement of a migration (run at start, before serving; may rewrite tables). */
+  databaseMigrationStatementMs: 10 * 60_000,
+  /** An operator's console session ends after this long without a request (idle timeout). */
+  operatorSessionIdleMs: 30 * 60_000,
+  /** ... and after this long in any case: the operator signs in again every working day. */
+  operatorSessionLifetimeMs: 12 * 60 * 60_000,
+  /** A session's last-seen time is written at most this often (not on every request). */
+  operatorSessionTouchMs: 60_000,
+  /** A one-time sign-in link is good for this long, once. */
+  operatorSignInLinkMs: 15 * 60_000,
+  /** Refused sign-ins are counted over this window... */
+  operatorSignInWindowMs: 15 * 60_000,
+  /** ... and past this many for one e-mail address, its sign-ins are refused (429) until they age out. */
+  operatorSignInFailuresPerEmailMax: 5,
+  /** ... or past this many from one IP address, whatever the addresses tried. */
+  operatorSignInFailuresPerIpMax: 20,
+  /**
+   * Rate limits per partner (docs/decisions.md, "Rate limits"): requests per window, one budget per
+   * class of request, unless the operator set the partner's own (`counterpart partner limits`).
+   * A budget of N lets N requests through at once and refills continuously at N per window (GCRA).
+   */
+  rateLimitWindowMs: 60_000,
+  rateLimitReadsDefault: 6_000,
+  rateLimitWritesDefault: 3_000,
+  rateLimitQuotesDefault: 1_200,
+  /** The largest budget the operator may set for one class (requests per window). */
+  rateLimitPerWindowMax: 10_000_000,
+  /** Redis (REDIS_URL): opening a connection gives up after this long, then retries. */
+  redisConnectMs: 1_000,
+  /** Redis: one command's answer is waited for this long; past it the call counts as failed. */
+  redisCommandMs: 250,
+  /** Redis: after a failed call, the shared state is not asked again for this long. */
+  redisRetryAfterFailureMs: 1_000,
+  /** Redis: the longest pause between two reconnection attempts. */
+  redisReconnectMaxMs: 2_000,
 } as const;

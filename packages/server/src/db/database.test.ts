@@ -4,8 +4,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { sql } from "kysely";
+import { limits } from "../config/limits.ts";
 import { openTestDatabase } from "../testing/harness.ts";
-import { type DatabaseHandle, preparedMarker } from "./database.ts";
+import { type DatabaseHandle, DatabaseUnavailableError, preparedMarker } from "./database.ts";
+import { isUnavailable } from "./errors.ts";
 import { moneyFromPg, moneyToPg } from "./numeric.ts";
 import { isoFromMs, isoFromPg } from "./time.ts";
 
@@ -72,4 +74,74 @@ test("a statement marked to be prepared is prepared once per PostgreSQL connecti
       assert.deepEqual(rows, []);
     }
   });
+});
+
+test("a failing statement keeps its own error; only the database's absence is DatabaseUnavailableError", async () => {
+  const err = await sql`SELECT 1 / 0`.execute(database.db).then(
+    () => assert.fail("expected division_by_zero"),
+    (e: unknown) => e,
+  );
+  assert.ok(!(err instanceof DatabaseUnavailableError));
+  assert.equal((err as { code?: string }).code, "22012");
+  assert.equal(isUnavailable(err), false);
+});
+
+test("on PostgreSQL every statement is bounded: one running past databaseStatementMs is a 503 and the pool goes on", async () => {
+  if (database.kind !== "postgres") {
+    // PGlite runs inside the process: no server to wait for, no connection to lose.
+    assert.equal(database.kind, "pglite");
+    return;
+  }
+  const { rows } = await sql<{ s: number; i: number }>`
+    SELECT (extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::int8 AS s,
+           (extract(epoch FROM current_setting('idle_in_transaction_session_timeout')::interval) * 1000)::int8 AS i
+  `.execute(database.db);
+  assert.deepEqual(rows, [{ s: limits.databaseStatementMs, i: limits.databaseIdleInTransactionMs }]);
+  const started = Date.now();
+  const err = await sql`SELECT pg_sleep(${(limits.databaseStatementMs + 2_000) / 1000})`
+    .execute(database.db)
+    .then(
+      () => assert.fail("expected the statement to be cancelled"),
+      (e: unknown) => e,
+    );
+  const tookMs = Date.now() - started;
+  assert.ok(err instanceof DatabaseUnavailableError, String(err));
+  assert.equal(isUnavailable(err), true);
+  assert.ok(
+    tookMs >= limits.databaseStatementMs - 100 && tookMs < limits.databaseReadMs + 500,
+    `${tookMs} ms`,
+  );
+  assert.deepEqual((await sql<{ one: number }>`SELECT 1::int8 AS one`.execute(database.db)).rows, [
+    { one: 1 },
+  ]);
+});
+
+test("an advisory lock is held by one session at a time, and a terminated session loses it", async () => {
+  // A key of this test's own: advisory locks are per database, shared by every test file's schema.
+  const key = 7_346_300_000 + Math.floor(Math.random() * 1_000_000);
+  const held = await database.tryAdvisoryLock(key);
+  assert.ok(held, "the free lock is taken");
+  if (database.kind === "pglite") {
+    // One process per folder: the lock is always granted, and released without error.
+    await held.release();
+    return;
+  }
+  assert.equal(await database.tryAdvisoryLock(key), null, "held by the first session");
+  const { rows } = await sql<{ pid: number }>`
+    SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+      AND ((classid::int8 << 32) | objid::int8) = ${key}`.execute(database.db);
+  assert.equal(rows.length, 1);
+  await sql`SELECT pg_terminate_backend(${rows[0]!.pid})`.execute(database.db);
+  const lost = await Promise.race([
+    held.lost.then(() => true),
+    new Promise((r) => setTimeout(r, 5_000, false)),
+  ]);
+  assert.equal(lost, true, "the loss is seen within seconds");
+  const again = await database.tryAdvisoryLock(key);
+  assert.ok(again, "taken again once the dead session's lock is gone");
+  await again.release();
+  await held.release();
+  const third = await database.tryAdvisoryLock(key);
+  assert.ok(third, "release gives it up");
+  await third.release();
 });

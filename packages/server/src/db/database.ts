@@ -5,10 +5,9 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
-import { PGliteDialect } from "kysely-pglite-dialect";
 import pg from "pg";
+import { limits } from "../config/limits.ts";
 import type { Database } from "./schema.ts";
 import { isoFromPg } from "./time.ts";
 
@@ -22,7 +21,25 @@ export interface DatabaseHandle {
   readonly kind: "pglite" | "postgres";
   /** One session for SQL scripts such as migrations; nothing else uses it meanwhile. */
   withScriptSession<T>(work: (run: ScriptRunner) => Promise<T>): Promise<T>;
+  /**
+   * Tries, once, to take the session-level advisory lock `key` on a connection of its own, held
+   * out of the pool for as long as the lock is: null when another session holds it. On PGlite
+   * (one process per folder) the lock is always granted and never lost. Throws
+   * DatabaseUnavailableError when the database cannot be reached.
+   */
+  tryAdvisoryLock(key: number): Promise<HeldLock | null>;
   close(): Promise<void>;
+}
+
+/** A session-level advisory lock held on a dedicated connection (tryAdvisoryLock). */
+export interface HeldLock {
+  /**
+   * Resolves once the lock may be lost: its connection failed, ended, or did not answer a check
+   * in time. The server drops a dead session's advisory locks, so another process may take it.
+   */
+  readonly lost: Promise<void>;
+  /** Gives the lock up (its connection is closed); safe to call more than once, never throws. */
+  release(): Promise<void>;
 }
 
 const oid = { int8: 20, numeric: 1700, date: 1082, timestamp: 1114, timestamptz: 1184 } as const;
@@ -72,18 +89,88 @@ function statementName(text: string): string {
   return name;
 }
 
-/** A pg client that prepares the statements marked with `preparedMarker`. */
-class PreparingClient extends pg.Client {}
+/**
+ * The database could not be reached or did not answer in time: no connection could be had, the
+ * connection was lost, or a bound of `limits` ran out. Nothing is known to have been committed by
+ * the statement that failed; the request is answered 503 (docs/errors.md) and can be retried.
+ */
+export class DatabaseUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`database unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "DatabaseUnavailableError";
+  }
+}
+
+/**
+ * SQLSTATEs that say the server is going away, starting, overloaded or out of time, rather than
+ * that the statement was wrong: connection exceptions (class 08), too many connections, admin or
+ * crash shutdown, cannot connect now, statement timeout or cancel, lock timeout, idle in
+ * transaction too long.
+ */
+const unavailableStates = new Set(["53300", "57P01", "57P02", "57P03", "57014", "55P03", "25P03"]);
+
+function unavailableState(code: unknown): boolean {
+  return typeof code === "string" && (code.startsWith("08") || unavailableStates.has(code));
+}
+
+/** Clients whose connection failed or ended: every error they give is the database's absence. */
+const lostClients = new WeakSet<pg.Client>();
+
+/**
+ * A pg client that prepares the statements marked with `preparedMarker`, survives losing its
+ * connection while checked out, and reports that loss as a DatabaseUnavailableError.
+ */
+class PreparingClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // pg-pool listens for 'error' only while a client is idle in the pool, but a client whose
+    // connection dies emits it at any time, also while a query of a request runs on it; an 'error'
+    // event nobody listens to ends the process. The query in flight fails on its own, and the pool
+    // drops the client when it comes back (it is no longer queryable).
+    this.on("error", () => lostClients.add(this));
+    this.on("end", () => lostClients.add(this));
+  }
+}
+
 const plainQuery = pg.Client.prototype.query as (this: pg.Client, ...args: unknown[]) => unknown;
 (PreparingClient.prototype as unknown as { query: unknown }).query = function query(
   this: pg.Client,
   ...args: unknown[]
 ): unknown {
   const [text, values] = args;
-  if (typeof text === "string" && text.startsWith(preparedMarker) && args.length <= 2) {
-    return plainQuery.call(this, { name: statementName(text), text, values });
+  // Callback and submittable forms are passed on untouched (the service uses neither).
+  if (typeof args.at(-1) === "function" || typeof (text as { submit?: unknown })?.submit === "function") {
+    return plainQuery.apply(this, args);
   }
-  return plainQuery.apply(this, args);
+  const pending =
+    typeof text === "string" && text.startsWith(preparedMarker) && args.length <= 2
+      ? plainQuery.call(this, { name: statementName(text), text, values })
+      : plainQuery.apply(this, args);
+  return (pending as Promise<unknown>).catch((err: unknown) => {
+    if (err instanceof Error && err.message === "Query read timeout") {
+      // The server may still be working on the statement, or be out of reach: the connection is
+      // in an unknown state, so it is closed and the pool will not hand it out again.
+      lostClients.add(this);
+      this.end().catch(() => {});
+    }
+    if (lostClients.has(this) || unavailableState((err as { code?: unknown })?.code)) {
+      throw new DatabaseUnavailableError(err);
+    }
+    throw err;
+  });
+};
+
+/** A pool whose failure to hand out a connection (refused, timed out, starting) is a DatabaseUnavailableError. */
+class GuardedPool extends pg.Pool {}
+const plainConnect = pg.Pool.prototype.connect as (this: pg.Pool, ...args: unknown[]) => unknown;
+(GuardedPool.prototype as unknown as { connect: unknown }).connect = function connect(
+  this: pg.Pool,
+  ...args: unknown[]
+): unknown {
+  if (args.length > 0) return plainConnect.apply(this, args);
+  return (plainConnect.call(this) as Promise<pg.PoolClient>).catch((err: unknown) => {
+    throw err instanceof DatabaseUnavailableError ? err : new DatabaseUnavailableError(err);
+  });
 };
 
 async function openPostgres(
@@ -101,15 +188,26 @@ async function openPostgres(
       return pg.types.getTypeParser(id, format);
     },
   };
-  const pool = new pg.Pool({
+  const poolConfig: pg.PoolConfig = {
     Client: PreparingClient,
     connectionString: url,
-    max: poolSize,
     types: types as pg.CustomTypesConfig,
     options: `-c TimeZone=UTC${searchPath === undefined ? "" : ` -c search_path=${searchPath}`}`,
-  });
+    // Every wait on the database is bounded (config/limits.ts, docs/operations.md).
+    connectionTimeoutMillis: limits.databaseConnectMs,
+    statement_timeout: limits.databaseStatementMs,
+    query_timeout: limits.databaseReadMs,
+    idle_in_transaction_session_timeout: limits.databaseIdleInTransactionMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+  const pool = new GuardedPool({ ...poolConfig, max: poolSize });
+  // Advisory locks held for a leadership (tryAdvisoryLock) get connections of their own, so that
+  // a leader never takes from the requests' pool, however small DATABASE_POOL_SIZE is.
+  const lockPool = new GuardedPool({ ...poolConfig, max: advisoryLocksMax });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on("error", () => {});
+  lockPool.on("error", () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
@@ -117,17 +215,83 @@ async function openPostgres(
     withScriptSession: async (work) => {
       const client = await pool.connect();
       try {
+        // A migration may rewrite a table, and waits for another process's migrations (advisory
+        // lock): its statements get the longer bound. The session is closed after, not pooled.
+        await client.query(`SET statement_timeout = ${limits.databaseMigrationStatementMs}`);
         return await work(async (text) => {
-          const result = (await client.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
+          // query_timeout per query is read by pg's client but missing from its types.
+          const config = { text, query_timeout: limits.databaseMigrationStatementMs + 1_000 };
+          const result = (await client.query(config as pg.QueryConfig)) as unknown as
+            | pg.QueryResult
+            | pg.QueryResult[];
           const last = Array.isArray(result) ? result.at(-1) : result;
           return (last?.rows ?? []) as Record<string, unknown>[];
         });
       } finally {
-        client.release();
+        client.release(true);
       }
     },
-    close: () => db.destroy(),
+    tryAdvisoryLock: (key) => tryPostgresLock(lockPool, key),
+    close: async () => {
+      try {
+        await db.destroy();
+      } finally {
+        await lockPool.end();
+      }
+    },
   };
+}
+
+/**
+ * How often a held advisory lock's connection is checked. A connection that dies silently (server
+ * gone, network cut) is noticed by this check within `heldLockCheckMs` plus the read bound, so the
+ * holder stops its work before the server, which needs longer to notice, lets another take over.
+ */
+const heldLockCheckMs = 1_000;
+
+/** Connections for advisory locks held at once by one process: one per background job, and room. */
+const advisoryLocksMax = 4;
+
+async function tryPostgresLock(pool: pg.Pool, key: number): Promise<HeldLock | null> {
+  if (!Number.isSafeInteger(key)) throw new Error("bad advisory lock key");
+  const client = await pool.connect();
+  let taken: boolean;
+  try {
+    const result = await client.query<{ taken: boolean }>(`SELECT pg_try_advisory_lock(${key}) AS taken`);
+    taken = result.rows[0]?.taken === true;
+  } catch (err) {
+    client.release(true);
+    throw err;
+  }
+  if (!taken) {
+    client.release();
+    return null;
+  }
+  let released = false;
+  let markLost = () => {};
+  const lost = new Promise<void>((resolve) => (markLost = resolve));
+  const release = async () => {
+    if (released) return;
+    released = true;
+    clearInterval(timer);
+    markLost();
+    // Closing the session gives the lock up; the connection is not returned to the pool, where
+    // it would keep the lock.
+    client.release(true);
+  };
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking || released) return;
+    checking = true;
+    client.query("SELECT 1").then(
+      () => (checking = false),
+      () => void release(),
+    );
+  }, heldLockCheckMs);
+  timer.unref();
+  client.once("error", () => void release());
+  client.once("end", () => void release());
+  return { lost, release };
 }
 
 async function openPglite(dir: string | null): Promise<DatabaseHandle> {
@@ -137,6 +301,11 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
     release = takeFolderLock(dir);
   }
   try {
+    // Loaded here, not at the top: a process on PostgreSQL starts without them (a few hundred ms).
+    const [{ PGlite }, { PGliteDialect }] = await Promise.all([
+      import("@electric-sql/pglite"),
+      import("kysely-pglite-dialect"),
+    ]);
     // Options must travel in the first argument: PGlite ignores the second without a folder.
     const client = await PGlite.create({
       ...(dir === null ? {} : { dataDir: dir }),
@@ -158,6 +327,7 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
           const results = await client.exec(text);
           return (results.at(-1)?.rows ?? []) as Record<string, unknown>[];
         }),
+      tryAdvisoryLock: async () => ({ lost: new Promise<void>(() => {}), release: async () => {} }),
       close: async () => {
         try {
           await db.destroy();

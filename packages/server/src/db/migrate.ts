@@ -3,6 +3,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import { sql } from "kysely";
 import type { DatabaseHandle } from "./database.ts";
 
 const migrationsDir = path.join(import.meta.dirname, "migrations");
@@ -24,8 +25,25 @@ export function listMigrations(): Migration[] {
     }));
 }
 
-/** Applies the pending migrations and returns their versions. */
+/**
+ * Whether the recorded migrations are exactly the shipped ones, read with two cheap statements on
+ * a pooled connection: a start on a current schema then takes neither a script session nor the
+ * migrations' lock. Anything else (no table yet, a version missing or unknown) goes the long way,
+ * which serialises with other processes and decides under the lock.
+ */
+async function schemaCurrent(database: DatabaseHandle, shipped: Migration[]): Promise<boolean> {
+  const table = await sql<{ present: boolean }>`
+    SELECT to_regclass('schema_migrations') IS NOT NULL AS present`.execute(database.db);
+  if (table.rows[0]?.present !== true) return false;
+  const recorded = await sql<{ version: string }>`SELECT version FROM schema_migrations`.execute(database.db);
+  const versions = new Set(recorded.rows.map((r) => r.version));
+  return versions.size === shipped.length && shipped.every((m) => versions.has(m.version));
+}
+
+/** Applies the pending migrations and returns their versions (none when the schema is current). */
 export async function migrate(database: DatabaseHandle): Promise<string[]> {
+  const shipped = listMigrations();
+  if (await schemaCurrent(database, shipped)) return [];
   return database.withScriptSession(async (run) => {
     await run("BEGIN");
     try {
@@ -38,7 +56,7 @@ export async function migrate(database: DatabaseHandle): Promise<string[]> {
         (await run("SELECT version FROM schema_migrations")).map((r) => String(r.version)),
       );
       const applied: string[] = [];
-      for (const m of listMigrations()) {
+      for (const m of shipped) {
         if (done.has(m.version)) continue;
         await run(m.sql);
         await run(`INSERT INTO schema_migrations (version) VALUES ('${m.version}')`);

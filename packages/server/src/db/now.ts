@@ -1,5 +1,5 @@
 // "Now" inside SQL. With the system clock it is the database's own now(), so several API
-// processes judge quote expiry and price staleness by one clock (DESIGN "Hardening"); with an
+// processes judge quote expiry and price staleness by one clock (docs/decisions.md "Hardening"); with an
 // injected clock (tests) it is that clock's instant.
 
 import { type RawBuilder, sql } from "kysely";

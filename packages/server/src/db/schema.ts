@@ -2,7 +2,23 @@
 // number (ids and counts stay far below 2^53), timestamptz as PostgreSQL's UTC text so that
 // microseconds survive.
 
+import type {
+  AccountPurpose,
+  AccountType,
+  AssetType,
+  ClientStatus,
+  DocumentType,
+  EmploymentStatus,
+  OrderSource,
+  OrderStatus,
+  OrderType,
+  TradeSide,
+} from "@counterpart/protocol";
 import type { ColumnType, Generated } from "kysely";
+
+// The enumerations of the interface are the protocol's lists (packages/protocol/src/enums.ts),
+// which the migrations' CHECK constraints also follow; re-exported for the server's modules.
+export type { AccountPurpose, ClientStatus, DocumentType, OrderSource, OrderStatus, OrderType };
 
 /** NUMERIC(38,8) read as text; written from a formatted bigint. */
 export type Numeric = ColumnType<string, string, string>;
@@ -12,11 +28,16 @@ export type Timestamp = ColumnType<string, string | undefined, string>;
 export interface PartnersTable {
   id: string;
   name: string;
+  /** The newest active key of partner_keys, kept for processes of the version before 0012. */
   public_key_pem: string | null;
   allowed_ips: ColumnType<string[], string[] | undefined, string[]>;
   active: Generated<boolean>;
   fee_rate: ColumnType<string | null, string | null | undefined, string | null>;
   vat_percentage: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The operator's budgets per minute (migration 0015); null: the default of config/limits.ts. */
+  rate_limit_reads: ColumnType<number | null, number | null | undefined, number | null>;
+  rate_limit_writes: ColumnType<number | null, number | null | undefined, number | null>;
+  rate_limit_quotes: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -29,7 +50,7 @@ export interface CountriesTable {
 
 export interface AssetsTable {
   id: string;
-  type: "fiat" | "crypto";
+  type: AssetType;
   name_en: string;
   decimal_places: number;
   published: boolean;
@@ -53,6 +74,16 @@ export interface AssetPairsTable {
   price_pinned: Generated<boolean>;
 }
 
+/** A partner's public keys (migration 0012); at most three have no retired_at. */
+export interface PartnerKeysTable {
+  id: string;
+  partner_id: string;
+  label: string;
+  public_key_pem: string;
+  created_at: Timestamp;
+  retired_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
 export interface UsedSignaturesTable {
   partner_id: string;
   signature: Uint8Array;
@@ -69,6 +100,7 @@ export interface Database {
   countries: CountriesTable;
   assets: AssetsTable;
   asset_pairs: AssetPairsTable;
+  partner_keys: PartnerKeysTable;
   used_signatures: UsedSignaturesTable;
   partner_pairs: PartnerPairsTable;
   clients: ClientsTable;
@@ -78,25 +110,75 @@ export interface Database {
   accounts: AccountsTable;
   postings: PostingsTable;
   quotes: QuotesTable;
+  events: EventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   schema_migrations: SchemaMigrationsTable;
+  operators: OperatorsTable;
+  operator_sessions: OperatorSessionsTable;
+  operator_sign_in_links: OperatorSignInLinksTable;
+  operator_sign_in_failures: OperatorSignInFailuresTable;
+  audit_log: AuditLogTable;
 }
 
-export type ClientStatus =
-  | "verified"
-  | "unverified"
-  | "under_review"
-  | "partially_verified"
-  | "docs_under_review"
-  | "not_supported"
-  | "under_age"
-  | "rejected";
+/** The append-only audit trail (migration 0016). before/after are JSON values, written as text. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: Timestamp;
+  actor_kind: "operator" | "token" | "system";
+  actor_id: string | null;
+  actor_email: string | null;
+  action: string;
+  target_type: string;
+  target_id: string;
+  before: ColumnType<unknown, string | null, never>;
+  after: ColumnType<unknown, string | null, never>;
+  reason: string | null;
+}
+
+export type OperatorRole = "viewer" | "compliance" | "admin";
+
+/** Operator accounts of the back office (migration 0016). */
+export interface OperatorsTable {
+  id: string;
+  email: string;
+  role: OperatorRole;
+  password_hash: string | null;
+  active: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  last_sign_in_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface OperatorSessionsTable {
+  token_sha256: string;
+  operator_id: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
+export interface OperatorSignInLinksTable {
+  token_sha256: string;
+  operator_id: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface OperatorSignInFailuresTable {
+  id: Generated<number>;
+  key: string;
+  at: Timestamp;
+}
 
 /** Dates (YYYY-MM-DD) are read as text; see db/database.ts. */
 export interface ClientsTable {
   id: Generated<number>;
   partner_id: string;
   partner_client_id: string;
-  account_type: "personal" | "corporate";
+  account_type: AccountType;
   name: string | null;
   birth_date: string;
   status: ClientStatus;
@@ -114,7 +196,7 @@ export interface ClientsTable {
   address: ColumnType<ClientAddress, string, string>;
   employment: ColumnType<ClientEmployment, string, string>;
   trading_volume: string;
-  account_purpose: string[];
+  account_purpose: AccountPurpose[];
   created_at: Timestamp;
   verified_at: ColumnType<string | null, string | null | undefined, string | null>;
   updated_at: Timestamp;
@@ -128,36 +210,12 @@ export interface ClientAddress {
 }
 
 export interface ClientEmployment {
-  status: "employed" | "self_employed" | "unemployed" | "housewife" | "retired";
+  status: EmploymentStatus;
   company?: string | null;
   job_industry?: string | null;
   job_level?: string | null;
   job_title?: string | null;
 }
-
-export type OrderType = "deposit" | "withdrawal" | "buy" | "sell";
-export type OrderSource =
-  | "bank"
-  | "card"
-  | "blockchain"
-  | "referral"
-  | "bonus"
-  | "market"
-  | "limit"
-  | "fee"
-  | "entity_change"
-  | "platform_specific";
-export type OrderStatus =
-  | "new"
-  | "open"
-  | "pending"
-  | "processing"
-  | "completed"
-  | "expired"
-  | "queued_cancel"
-  | "canceled"
-  | "rejected"
-  | "failed";
 
 export interface OrdersTable {
   id: Generated<number>;
@@ -214,7 +272,7 @@ export interface QuotesTable {
   partner_id: string;
   client_id: number;
   pair_id: string;
-  side: "buy" | "sell";
+  side: TradeSide;
   price: Numeric;
   base_amount: Numeric;
   quote_amount: Numeric;
@@ -226,14 +284,6 @@ export interface QuotesTable {
   spent_at: ColumnType<string | null, string | null | undefined, string | null>;
   order_id: ColumnType<number | null, number | null | undefined, number | null>;
 }
-
-export type DocumentType =
-  | "government_id"
-  | "proof_of_address"
-  | "residency_visa"
-  | "source_of_funds"
-  | "bank_statement"
-  | "inquiry_report";
 
 /** The formats a document file may have, as decided from its bytes. */
 export type DocumentContentType =
@@ -258,4 +308,61 @@ export interface ClientDocumentsTable {
   front_file_key: string;
   back_file_key: string | null;
   created_at: Timestamp;
+}
+
+/** One event of a partner (migration 0013): written in the transaction of the change it reports. */
+export interface EventsTable {
+  seq: Generated<number>;
+  /** xid8 as text: the transaction that wrote the event. */
+  txid: Generated<string>;
+  partner_id: string;
+  client_id: number;
+  type: string;
+  order_id: ColumnType<number | null, number | null | undefined, never>;
+  document_id: ColumnType<number | null, number | null | undefined, never>;
+  /** The client as the API returned it (client events); JSON text on the way in. */
+  data: ColumnType<unknown, string | null | undefined, never>;
+  created_at: Timestamp;
+}
+
+export type WebhookEndpointStatus = "enabled" | "failing" | "disabled";
+
+/** A partner's webhook endpoint (migration 0014). */
+export interface WebhookEndpointsTable {
+  id: string;
+  partner_id: string;
+  url: string;
+  event_types: string[];
+  status: Generated<WebhookEndpointStatus>;
+  /** xid8 as text */
+  cursor_txid: string;
+  cursor_seq: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  payload: string;
+  status: Generated<WebhookDeliveryStatus>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  last_status_code: ColumnType<number | null, number | null | undefined, number | null>;
+  last_error: ColumnType<string | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  delivered_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  attempted_at: Timestamp;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
 }

@@ -4,6 +4,7 @@
 import type { Transaction } from "kysely";
 import { limits } from "../config/limits.ts";
 import type { Db } from "./database.ts";
+import { isRetryable } from "./errors.ts";
 import type { Database } from "./schema.ts";
 
 export type Tx = Transaction<Database>;
@@ -13,20 +14,6 @@ export class ServiceUnavailableError extends Error {
     super("transaction retries exhausted", { cause });
     this.name = "ServiceUnavailableError";
   }
-}
-
-const retryableCodes = new Set(["40001", "40P01"]);
-
-export function isRetryable(err: unknown): boolean {
-  return typeof err === "object" && err !== null && retryableCodes.has((err as { code?: string }).code ?? "");
-}
-
-export function pgErrorCode(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null ? (err as { code?: string }).code : undefined;
-}
-
-export function pgConstraint(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null ? (err as { constraint?: string }).constraint : undefined;
 }
 
 export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {

@@ -1,53 +1,187 @@
-// Body parsers that keep the exact bytes for the signature (DESIGN: the raw body is hashed before
+// Body parsers that keep the exact bytes for the signature (docs/reference.md §5.2: the raw body is hashed before
 // anything parses it) and turn unreadable JSON into a 422 that is reported only after
 // authentication has had its say.
 
 import type { FieldError } from "@counterpart/protocol";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
+import { checkString } from "../platform/text.ts";
 
-const jsonInvalid = (msg: string, loc: (string | number)[] = ["body"]): FieldError[] => [
-  { loc, msg, type: "json_invalid" },
-];
+/**
+ * The 422 details of a body that cannot be read. Fixed texts of our own: a parser's message would
+ * quote the request back and name the library (docs/decisions.md, "Hardening").
+ */
+export const unreadableBody = {
+  json: { loc: ["body"], msg: "Request body is not a JSON document", type: "json_invalid" },
+  utf8: { loc: ["body"], msg: "Request body is not valid UTF-8", type: "utf8_invalid" },
+} as const satisfies Record<string, FieldError>;
 
+// Fatal: a byte sequence that is not UTF-8 is refused, never replaced by U+FFFD. ignoreBOM keeps
+// a byte order mark in the text, so JSON.parse refuses it as before.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The body's text, or null when its bytes are not UTF-8. */
+export function decodeUtf8(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the request announces a body: a Transfer-Encoding, or a Content-Length above 0. Two
+ * header lookups, so a request without a body pays nothing more.
+ */
+export function announcesBody(request: FastifyRequest): boolean {
+  const headers = request.headers;
+  if (headers["transfer-encoding"] !== undefined) return true;
+  const length = headers["content-length"];
+  return length !== undefined && length !== "0";
+}
+
+/**
+ * Reads a body whole, under `limit` bytes: a Content-Length above it is a 413 without keeping any
+ * of the body, and a body that grows past it while being read is a 413 too. Either way the rest of
+ * the body is read and dropped first, within `limits.bodyLingerBytesMax` and `limits.bodyLingerMs`
+ * (a lingering close: answering and closing while the client still writes would reset the
+ * connection, and a reset can destroy the 413 before the client reads it). A stream error or a
+ * client that goes away rejects (the error handler tells the two apart); every listener and timer
+ * is removed once the read settles, so nothing can emit an unhandled 'error' through it. The wait
+ * is bounded by the linger bounds and the server's receive bound (docs/decisions.md, "Hardening").
+ */
+export function readBodyBytes(
+  request: FastifyRequest,
+  payload: NodeJS.ReadableStream,
+  limit: number,
+): Promise<Buffer> {
+  const declared = request.headers["content-length"];
+  const declaredBytes = declared === undefined ? null : Number(declared);
+  const announcedTooLarge = declaredBytes !== null && declaredBytes > limit;
+  // A length past what lingering would read: nothing is worth reading, the 413 goes at once.
+  if (announcedTooLarge && declaredBytes > limit + limits.bodyLingerBytesMax) {
+    return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+  }
+  return new Promise((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let received = 0;
+    /** Bytes dropped since the body was found too large; null while it is still being kept. */
+    let dropped: number | null = null;
+    let lingerTimer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      clearTimeout(lingerTimer);
+      payload.removeListener("data", onData);
+      payload.removeListener("end", onEnd);
+      payload.removeListener("close", onClose);
+      // An error after the read settled (a client going away) is dropped, not left unhandled.
+      payload.removeListener("error", onError);
+      payload.on("error", ignore);
+    };
+    const tooLarge = () => {
+      stop();
+      reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+    };
+    const startDropping = () => {
+      chunks = [];
+      dropped = 0;
+      lingerTimer = setTimeout(tooLarge, limits.bodyLingerMs);
+    };
+    function onData(chunk: Buffer | string) {
+      const length = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+      if (dropped !== null) {
+        dropped += length;
+        if (dropped > limits.bodyLingerBytesMax) tooLarge();
+        return;
+      }
+      received += length;
+      if (received > limit) {
+        startDropping();
+        return;
+      }
+      chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+    }
+    function onEnd() {
+      if (dropped !== null) {
+        tooLarge();
+        return;
+      }
+      stop();
+      if (declaredBytes !== null && declaredBytes !== received) {
+        reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+        return;
+      }
+      resolve(Buffer.concat(chunks, received));
+    }
+    function onClose() {
+      stop();
+      reject(new BodyAbortedError());
+    }
+    function onError(err: Error) {
+      stop();
+      reject(err);
+    }
+    payload.on("data", onData);
+    payload.on("end", onEnd);
+    payload.on("close", onClose);
+    payload.on("error", onError);
+    if (announcedTooLarge) startDropping();
+    payload.resume();
+  });
+}
+
+/** The request stream closed before its body ended: the client went away. */
+class BodyAbortedError extends Error {
+  constructor() {
+    super("the request closed before its body ended");
+    this.name = "BodyAbortedError";
+  }
+}
+
+const ignore = () => {};
+
+/** The parsed JSON body, or undefined with `request.bodyError` set when it cannot be read. */
+function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
+  if (body.length === 0) return undefined;
+  const text = decodeUtf8(body);
+  if (text === null) {
+    request.bodyError = [{ ...unreadableBody.utf8, loc: ["body"] }];
+    return undefined;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    request.bodyError = [{ ...unreadableBody.json, loc: ["body"] }];
+    return undefined;
+  }
+  const problem = checkJsonValue(parsed);
+  if (problem !== null) {
+    request.bodyError = [problem];
+    return undefined;
+  }
+  return parsed;
+}
+
+/**
+ * Every body is read by readBodyBytes (not Fastify's own reader, which closes at once on a body
+ * too large, so that the 413 can be lost to a reset) and its bytes kept for the signature.
+ */
 export function registerBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     "application/json",
-    { parseAs: "buffer", bodyLimit: limits.jsonBodyBytesMax },
-    (request: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
+      const body = await readBodyBytes(request, payload, limits.jsonBodyBytesMax);
       request.rawBody = body;
-      if (body.length === 0) {
-        done(null, undefined);
-        return;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(body.toString("utf8"));
-      } catch (err) {
-        request.bodyError = jsonInvalid(`Invalid JSON: ${(err as Error).message}`);
-        done(null, undefined);
-        return;
-      }
-      const problem = checkJsonValue(parsed);
-      if (problem !== null) {
-        request.bodyError = [problem];
-        done(null, undefined);
-        return;
-      }
-      done(null, parsed);
+      return parseJsonBody(request, body);
     },
   );
   // Any other media type: the bytes are kept for the signature; the route's schema then finds no
   // usable body. Multipart routes register their own handling.
-  app.addContentTypeParser(
-    "*",
-    { parseAs: "buffer", bodyLimit: limits.jsonBodyBytesMax },
-    (request: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => {
-      request.rawBody = body;
-      done(null, undefined);
-    },
-  );
+  app.addContentTypeParser("*", async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
+    request.rawBody = await readBodyBytes(request, payload, limits.jsonBodyBytesMax);
+    return undefined;
+  });
 }
 
 /**
@@ -80,20 +214,6 @@ function walk(value: unknown, loc: (string | number)[], depth: number): FieldErr
     if (keyProblem !== null) return keyProblem;
     const p = walk(v, [...loc, k], depth + 1);
     if (p !== null) return p;
-  }
-  return null;
-}
-
-export function checkString(value: string, loc: (string | number)[]): FieldError | null {
-  if (value.includes("\u0000")) {
-    return { loc, msg: "String should not contain NUL characters", type: "string_nul" };
-  }
-  if (!value.isWellFormed()) {
-    return {
-      loc,
-      msg: "Input should be a valid string, unable to parse raw data as a unicode string",
-      type: "string_unicode",
-    };
   }
   return null;
 }

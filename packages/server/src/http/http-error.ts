@@ -2,9 +2,12 @@
 // a catalog name; routes raise them as HttpError; anything else is a 500 whose details stay in the
 // log.
 
+import type { Socket } from "node:net";
 import { type ErrorName, errorBody, errorCatalog, type FieldError } from "@counterpart/protocol";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { isUnavailable } from "../db/errors.ts";
 import { ServiceUnavailableError } from "../db/transaction.ts";
+import { FileStoreUnavailableError } from "../platform/file-store.ts";
 import { toFieldErrors } from "./validation.ts";
 
 export class HttpError extends Error {
@@ -29,25 +32,6 @@ export function sendError(reply: FastifyReply, name: ErrorName, detail: unknown 
     .send(errorBody(name, detail));
 }
 
-/**
- * PostgreSQL connection exceptions (class 08), too many connections (53300), and a server shutting
- * down or starting (57P01-57P03), and the socket errors of an unreachable server.
- */
-export function isUnavailable(err: unknown): boolean {
-  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
-  if (typeof code !== "string") return false;
-  return (
-    code.startsWith("08") ||
-    code === "53300" ||
-    code === "57P01" ||
-    code === "57P02" ||
-    code === "57P03" ||
-    code === "ECONNREFUSED" ||
-    code === "ECONNRESET" ||
-    code === "ETIMEDOUT"
-  );
-}
-
 interface ValidationCarrier {
   validation?: unknown[];
   validationContext?: string;
@@ -59,6 +43,13 @@ export function errorHandler(
   reply: FastifyReply,
 ): FastifyReply {
   if (error instanceof HttpError) return sendError(reply, error.errorName, error.detail);
+  if (!request.raw.complete && request.raw.socket?.destroyed === true) {
+    // The client went away before its request was read in full, or was cut off by a receive
+    // bound (clientErrorHandler has answered it): the body reader reports the aborted stream.
+    // Nothing can be sent and nothing failed here.
+    request.log.info({ errorCode: error.code }, "connection closed before the request was read");
+    return sendError(reply, "request_timeout");
+  }
   const v = error as FastifyError & ValidationCarrier;
   if (Array.isArray(v.validation)) {
     return sendError(
@@ -72,9 +63,14 @@ export function errorHandler(
     return sendError(reply, "service_unavailable");
   }
   if (isUnavailable(error)) {
-    // The database refused or lost the connection: nothing was committed, and a retry with
-    // backoff (spec §7.4) can succeed. Not a 500, which would suggest a bug.
+    // The database refused, lost or did not answer: a retry with backoff can succeed
+    // (docs/errors.md). Not a 500, which would suggest a bug.
     request.log.warn({ err: error }, "database unavailable");
+    return sendError(reply, "service_unavailable");
+  }
+  if (error instanceof FileStoreUnavailableError) {
+    // The disk or the bucket failed or did not answer in time: retryable, like a database outage.
+    request.log.warn({ err: error }, "file store unavailable");
     return sendError(reply, "service_unavailable");
   }
   switch (error.code) {
@@ -89,4 +85,47 @@ export function errorHandler(
   }
   request.log.error({ err: error }, "unexpected failure");
   return sendError(reply, "internal_error");
+}
+
+/** The raw bytes of an error response written straight to a socket, in the contract's shape. */
+function rawErrorResponse(name: ErrorName): string {
+  const body = JSON.stringify(errorBody(name));
+  const { status, msg } = errorCatalog[name];
+  return (
+    `HTTP/1.1 ${status} ${msg}\r\nConnection: close\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
+}
+
+const badRequestResponse = (() => {
+  const body = '{"code":400,"msg":"Bad Request","msg_detail":null}';
+  return (
+    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n" +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  );
+})();
+
+/**
+ * Node's `clientError`: requests that never reach routing (malformed HTTP: 400; headers over the
+ * limit: 431) and requests not received in full in time (408: the headers or the whole request
+ * past limits.requestHeadersTimeoutMs / requestReceiveTimeoutMs). Each is answered in the
+ * contract's shape when nothing of a response has been written yet, and the socket is closed.
+ */
+export function clientErrorHandler(err: Error, socket: Socket): void {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ECONNRESET" || socket.destroyed) return;
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const response =
+    code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? rawErrorResponse("request_timeout")
+      : code === "HPE_HEADER_OVERFLOW"
+        ? rawErrorResponse("headers_too_large")
+        : badRequestResponse;
+  socket.end(response);
+  // A client that does not read its answer must not hold the socket either.
+  socket.setTimeout(1_000, () => socket.destroy());
 }

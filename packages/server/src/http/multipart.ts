@@ -1,14 +1,15 @@
-// Multipart bodies (document uploads). The signature covers the exact bytes sent (DESIGN
-// "Authentication"), so the body is read whole, under a hard limit, before authentication, exactly
-// as JSON bodies are; it is parsed only afterwards, by the route that wants it, from that buffer.
+// Multipart bodies (document uploads). The signature covers the exact bytes sent (docs/decisions.md,
+// "Authentication" and "Documents"), so the body is read whole, under a hard limit, before
+// authentication, exactly as JSON bodies are; it is parsed only afterwards, by the route that wants it, from that buffer.
 //
 // Why not @fastify/multipart's request.parts(): it parses from the socket while the handler runs,
 // which is after authentication has already needed the whole body's hash. The buffer is therefore
 // parsed with busboy, the parser @fastify/multipart is built on, under the same kind of limits.
 
 import { Busboy, type BusboyInstance } from "@fastify/busboy";
-import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
+import { readBodyBytes } from "./body-parsing.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -28,53 +29,10 @@ export function registerMultipartParser(app: FastifyInstance): void {
     "multipart/form-data",
     async (request: FastifyRequest, payload: NodeJS.ReadableStream) => {
       const limit = request.routeOptions.config?.multipartBodyBytesMax ?? limits.jsonBodyBytesMax;
-      request.rawBody = await readBody(request, payload, limit);
+      request.rawBody = await readBodyBytes(request, payload, limit);
       return undefined;
     },
   );
-}
-
-function readBody(request: FastifyRequest, payload: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
-  const declared = request.headers["content-length"];
-  const declaredBytes = declared === undefined ? null : Number(declared);
-  if (declaredBytes !== null && declaredBytes > limit) {
-    return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const stop = () => {
-      payload.removeListener("data", onData);
-      payload.removeListener("end", onEnd);
-      payload.removeListener("error", onError);
-    };
-    function onData(chunk: Buffer | string) {
-      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      received += bytes.length;
-      if (received > limit) {
-        stop();
-        reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
-        return;
-      }
-      chunks.push(bytes);
-    }
-    function onEnd() {
-      stop();
-      if (declaredBytes !== null && declaredBytes !== received) {
-        reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
-        return;
-      }
-      resolve(Buffer.concat(chunks, received));
-    }
-    function onError(err: Error) {
-      stop();
-      reject(err);
-    }
-    payload.on("data", onData);
-    payload.on("end", onEnd);
-    payload.on("error", onError);
-    payload.resume();
-  });
 }
 
 export interface MultipartField {
@@ -105,6 +63,18 @@ export interface MultipartLimits {
 }
 
 const multipartType = /^multipart\/form-data\s*(;|$)/i;
+const boundaryParam = /;\s*boundary\s*=\s*(?:"([^"]*)"|([^\s;]*))/i;
+
+/**
+ * Whether the Content-Type names a boundary of 1 to 70 characters (RFC 2046). Busboy takes an
+ * empty one and then finds no part at all, which would be reported as missing fields instead of
+ * the malformed body it is.
+ */
+function hasUsableBoundary(contentType: string): boolean {
+  const m = boundaryParam.exec(contentType);
+  const boundary = m === null ? "" : (m[1] ?? m[2] ?? "");
+  return boundary.length >= 1 && boundary.length <= 70;
+}
 
 /** Whether a Content-Type header announces multipart/form-data. */
 export function isMultipart(contentType: string | undefined): boolean {
@@ -122,10 +92,13 @@ export function parseMultipart(
   bounds: MultipartLimits,
 ): Promise<MultipartParse> {
   if (!isMultipart(contentType)) return Promise.resolve({ ok: false, failure: "not_multipart" });
+  if (!hasUsableBoundary(contentType ?? "")) return Promise.resolve({ ok: false, failure: "malformed" });
   let bb: BusboyInstance;
   try {
     bb = new Busboy({
       headers: { "content-type": contentType ?? "" },
+      // Busboy's default also takes a part declared application/octet-stream for a file.
+      isPartAFile: (_name, _type, filename) => filename !== undefined,
       limits: {
         fileSize: bounds.fileBytesMax,
         files: bounds.filesMax,
@@ -150,19 +123,39 @@ export function parseMultipart(
     const settle = () => {
       if (settled || openFiles > 0 || (!finished && failure === null)) return;
       settled = true;
+      clearTimeout(bound);
       resolve(failure === null ? { ok: true, fields, files } : { ok: false, failure });
     };
+    // The body is in memory, so the parser is done within a few turns of the event loop; should
+    // it ever stop short of both 'finish' and 'error', the request still gets its answer.
+    const bound = setTimeout(() => {
+      failure ??= "malformed";
+      openFiles = 0;
+      settle();
+    }, limits.multipartParseMsMax);
     parser.on("field", (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
       fields.push({ name, value, truncated: valueTruncated });
     });
     parser.on("file", (name: string, stream: NodeJS.ReadableStream & { truncated?: boolean }) => {
       openFiles++;
       const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("end", () => {
-        files.push({ name, bytes: Buffer.concat(chunks), truncated: stream.truncated === true });
+      let closed = false;
+      const close = () => {
+        if (closed) return;
+        closed = true;
         openFiles--;
         settle();
+      };
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        if (!closed) files.push({ name, bytes: Buffer.concat(chunks), truncated: stream.truncated === true });
+        close();
+      });
+      // A body that ends inside this part (cut in the middle of the file, or no closing boundary)
+      // fails the file's stream. An 'error' event nobody listens to would end the process.
+      stream.on("error", () => {
+        failure ??= "malformed";
+        close();
       });
     });
     parser.on("filesLimit", () => {
@@ -184,6 +177,13 @@ export function parseMultipart(
       finished = true;
       settle();
     });
-    parser.end(body);
+    try {
+      parser.end(body);
+    } catch {
+      // The parser threw instead of emitting 'error': the body is as unreadable.
+      failure ??= "malformed";
+      openFiles = 0;
+      settle();
+    }
   });
 }

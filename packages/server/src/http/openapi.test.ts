@@ -106,7 +106,18 @@ describe("the OpenAPI document", () => {
     assert.deepEqual(doc.servers, [{ url: "/" }]);
     assert.deepEqual(
       doc.tags.map((t) => t.name),
-      ["public", "clients", "documents", "funding", "balances", "trading", "orders", "asset-pairs"],
+      [
+        "public",
+        "clients",
+        "documents",
+        "funding",
+        "balances",
+        "trading",
+        "orders",
+        "asset-pairs",
+        "events",
+        "webhooks",
+      ],
     );
     const tagNames = new Set(doc.tags.map((t) => t.name));
     for (const { method, path: p, op } of operations(doc)) {
@@ -212,7 +223,7 @@ describe("the OpenAPI document", () => {
         ["apiKey", "header", "X-Signature"],
       ],
     );
-    // The canonical string (spec §5.2) is described.
+    // The canonical string (docs/reference.md §5.2) is described.
     const described = `${doc.info.description}\n${Object.values(schemes)
       .map((s) => s.description)
       .join("\n")}`;
@@ -233,8 +244,8 @@ describe("the OpenAPI document", () => {
         assert.equal(op.responses["401"], undefined, where);
       }
     }
-    assert.equal(signed, 19);
-    assert.equal(open, 5);
+    assert.equal(signed, 27);
+    assert.equal(open, 6);
   });
 
   test("errors: one ErrorBody and one ValidationError component, codes from the catalog, 500 everywhere", () => {
@@ -271,6 +282,18 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  test("422 on every operation (a NUL in any query value), 404 on those with path parameters (one that cannot be decoded)", async () => {
+    for (const { method, path: p, op } of operations(doc)) {
+      const where = `${method.toUpperCase()} ${p}`;
+      assert.ok(op.responses["422"], `${where} documents 422`);
+      if (p.includes("{")) assert.ok(op.responses["404"], `${where} documents 404`);
+    }
+    const nul = await ctx.app.inject({ method: "GET", url: "/v1/public/assets?x=%00" });
+    assert.equal(nul.statusCode, 422, nul.body);
+    const undecodable = await ctx.signed({ method: "GET", url: "/v1/partner/clients/%ZZ/" });
+    assert.equal(undecodable.statusCode, 404, undecodable.body);
+  });
+
   test("409 (2020) on deposits, withdrawals and execute, and nowhere else", () => {
     const with409 = operations(doc)
       .filter((o) => o.op.responses["409"] !== undefined)
@@ -285,7 +308,7 @@ describe("the OpenAPI document", () => {
     }
   });
 
-  test("the 400 codes each route documents are the spec's (§4, §7.3)", () => {
+  test("the 400 codes each route documents are the contract's (docs/reference.md §4, §7.3)", () => {
     const expected: [string, string, number[]][] = [
       ["post", "/v1/partner/deposits", [2008, 2009, 2010, 2012]],
       ["post", "/v1/partner/withdrawals", [2008, 2009, 2010, 2012, 3005]],
@@ -303,7 +326,7 @@ describe("the OpenAPI document", () => {
     for (const [method, p, codes] of expected) {
       assert.deepEqual(documentedCodes(operation(doc, method, p), "400"), codes, `${method} ${p}`);
     }
-    // 404 where a path names a resource that may not exist (spec §7.3 note 3).
+    // 404 where a path names a resource that may not exist (docs/reference.md §7.3 note 3).
     for (const [method, p] of [
       ["get", "/v1/public/assets/{asset_id}"],
       ["get", "/v1/public/countries/{country_id}"],
@@ -314,11 +337,12 @@ describe("the OpenAPI document", () => {
     ] as const) {
       assert.deepEqual(documentedCodes(operation(doc, method, p), "404"), [404], `${method} ${p}`);
     }
-    // 503 where a transaction may give up after its retries.
+    // 503 where a transaction may give up after its retries, or the file store may fail.
     const with503 = operations(doc)
       .filter((o) => o.op.responses["503"] !== undefined)
       .map((o) => `${o.method.toUpperCase()} ${o.path}`);
     assert.deepEqual(with503.sort(), [
+      "GET /v1/files/{key}",
       "POST /v1/partner/clients/{partner_client_id}/documents",
       "POST /v1/partner/deposits",
       "POST /v1/partner/quotes/execute",

@@ -1,5 +1,5 @@
 // The server accepts a request signed by the openssl command line, with the canonical string built
-// here by hand from the spec (§5.2), not by the project's signing code.
+// here by hand from docs/reference.md §5.2, not by the project's signing code.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { startTestContext, type TestContext } from "../testing/harness.ts";
+import { startTestContext, type TestContext, testNote } from "../testing/harness.ts";
 
 let ctx: TestContext;
 let dir: string;
@@ -27,11 +27,14 @@ function openssl(args: string[], input?: string): Buffer {
 test("a request signed with `openssl pkeyutl -sign -rawin` is accepted", async () => {
   openssl(["genpkey", "-algorithm", "ed25519", "-out", "key.pem"]);
   openssl(["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"]);
-  const created = await ctx.services.partners.create({
-    name: "openssl partner",
-    publicKeyPem: fs.readFileSync(path.join(dir, "pub.pem"), "utf8"),
-    allowIps: ["127.0.0.1/32"],
-  });
+  const created = await ctx.services.partners.create(
+    {
+      name: "openssl partner",
+      publicKeyPem: fs.readFileSync(path.join(dir, "pub.pem"), "utf8"),
+      allowIps: ["127.0.0.1/32"],
+    },
+    testNote,
+  );
   assert.ok(created.ok);
 
   const body = '{"note": "bytes as sent"}';

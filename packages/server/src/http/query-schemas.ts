@@ -1,4 +1,4 @@
-// Query-string pieces shared by the paginated lists: page bounds (spec §8) and ISO 8601
+// Query-string pieces shared by the paginated lists: page bounds (docs/reference.md §8) and ISO 8601
 // datetimes (a datetime without an offset is read as UTC).
 
 import { Type } from "typebox";

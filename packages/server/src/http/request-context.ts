@@ -11,4 +11,14 @@ declare module "fastify" {
     /** The authenticated partner of a signed request. */
     partnerId: string | null;
   }
+  interface FastifyContextConfig {
+    /** Set on the routes that answer 405: they take no input to check. */
+    methodNotAllowed?: boolean;
+    /**
+     * Set on routes whose path and query are a credential (document download links): input that
+     * fails the checks (a NUL, broken Unicode) is the route's 404, like any other altered link,
+     * so a guess learns nothing from the answer.
+     */
+    unreadableInputIsNotFound?: boolean;
+  }
 }

@@ -1,11 +1,34 @@
-// Spec §5 and DESIGN "Authentication"/"Hardening": every trigger of a 401 gives the identical
+// docs/reference.md §5 and docs/decisions.md "Authentication"/"Hardening": every trigger of a 401 gives the identical
 // answer, the canonical path is the raw target with sorted query pieces, replays are refused.
 
 import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import { canonicalPath, canonicalString, generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { LightMyRequestResponse } from "fastify";
-import { startTestContext, type TestContext } from "../testing/harness.ts";
+import { limits } from "../config/limits.ts";
+import { clientPayload } from "../testing/fixtures.ts";
+import { startTestContext, type TestContext, testNote } from "../testing/harness.ts";
+import { type RawResponse, rawRequest } from "../testing/raw-http.ts";
+
+/**
+ * Signature headers over a target taken as it is, for targets signRequest refuses to sign (a
+ * fragment, raw non-ASCII): what an attacker or a broken client could still send.
+ */
+function signAsSent(p: {
+  partnerId: string;
+  privateKey: string;
+  method: string;
+  target: string;
+  nowMs: number;
+}) {
+  const timestamp = String(p.nowMs);
+  const path = canonicalPath(p.target) ?? p.target;
+  const canonical = canonicalString({ timestamp, method: p.method, path, body: "" });
+  const signature = crypto.sign(null, Buffer.from(canonical, "utf8"), p.privateKey).toString("base64");
+  return { "X-Partner-ID": p.partnerId, "X-Timestamp": timestamp, "X-Signature": signature };
+}
 
 const unauthorizedBody = '{"code":401,"msg":"Unauthorized","msg_detail":null}';
 
@@ -138,15 +161,18 @@ describe("signature authentication", () => {
     const other = await ctx.addPartner();
     const res = await ctx.signed({ method: "GET", url, partner: other });
     assert.equal(res.statusCode, 200);
-    await ctx.services.partners.setActive(other.id, false);
+    await ctx.services.partners.setActive(other.id, false, testNote);
     assertUnauthorized(await ctx.signed({ method: "GET", url, partner: other }), "inactive partner");
-    await ctx.services.partners.setActive(other.id, true);
+    await ctx.services.partners.setActive(other.id, true, testNote);
 
-    const keyless = await ctx.services.partners.create({
-      name: "No key",
-      publicKeyPem: null,
-      allowIps: ["127.0.0.1"],
-    });
+    const keyless = await ctx.services.partners.create(
+      {
+        name: "No key",
+        publicKeyPem: null,
+        allowIps: ["127.0.0.1"],
+      },
+      testNote,
+    );
     assert.ok(keyless.ok);
     const stranger = generateKeyPair();
     const sig = signRequest({
@@ -190,7 +216,7 @@ describe("signature authentication", () => {
       await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "2001:db9::1" }),
       "outside v6",
     );
-    await ctx.services.partners.setIps(p.id, []);
+    await ctx.services.partners.setIps(p.id, [], testNote);
     assertUnauthorized(
       await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.0.1" }),
       "empty list",
@@ -324,28 +350,28 @@ describe("signature authentication", () => {
     assert.equal((await post(p)).statusCode, 404);
     assert.equal(await recorded(), 2);
 
-    await ctx.services.partners.setActive(p.id, false);
+    await ctx.services.partners.setActive(p.id, false, testNote);
     assertUnauthorized(await post(p), "disabled since the last request");
     assert.equal(await recorded(), 2, "a refused request records nothing");
-    await ctx.services.partners.setActive(p.id, true);
+    await ctx.services.partners.setActive(p.id, true, testNote);
     assert.equal((await post(p)).statusCode, 404, "enabled again");
     assert.equal(await recorded(), 3);
 
     const next = generateKeyPair();
     const rotated = { ...p, privateKeyPem: next.privateKeyPem, publicKeyPem: next.publicKeyPem };
-    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem)).ok);
+    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem, testNote)).ok);
     assert.equal((await post(rotated)).statusCode, 404, "the new key, first request after the change");
     assertUnauthorized(await post(p), "the old key");
     assert.equal((await post(rotated)).statusCode, 404, "the new key again");
     assert.equal(await recorded(), 5);
 
-    assert.ok((await ctx.services.partners.setIps(p.id, ["10.9.0.0/16"])).ok);
+    assert.ok((await ctx.services.partners.setIps(p.id, ["10.9.0.0/16"], testNote)).ok);
     assertUnauthorized(await post(rotated, "127.0.0.1"), "an address no longer listed");
     assert.equal((await post(rotated, "10.9.1.1")).statusCode, 404, "an address still listed");
     assert.equal(await recorded(), 6);
 
     // A key changed back and forth between two requests, and a replay after the change.
-    assert.ok((await ctx.services.partners.setKey(p.id, p.publicKeyPem)).ok);
+    assert.ok((await ctx.services.partners.setKey(p.id, p.publicKeyPem, testNote)).ok);
     assertUnauthorized(await post(rotated, "10.9.1.1"), "the key replaced");
     const send = replayable(p, { n: 2 }, "10.9.1.1");
     assert.equal((await send()).statusCode, 404);
@@ -375,5 +401,377 @@ describe("signature authentication", () => {
     const signed405 = await ctx.signed({ method: "DELETE", url });
     assert.equal(signed405.statusCode, 405);
     assert.deepEqual(signed405.json(), { code: 405, msg: "Method Not Allowed", msg_detail: null });
+  });
+});
+
+describe("the signed path is the path routed (raw targets over a socket)", () => {
+  let ctx: TestContext;
+  let port: number;
+  before(async () => {
+    ctx = await startTestContext();
+    await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    port = (ctx.app.server.address() as AddressInfo).port;
+    const created = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/clients",
+      body: clientPayload(1, { partner_client_id: "a/b c%?é" }),
+    });
+    assert.equal(created.statusCode, 201, created.body);
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  /** GET `target` exactly as given, signed over `signed` (the same target by default). */
+  function get(target: string, o: { signed?: string; unsigned?: boolean } = {}): Promise<RawResponse> {
+    ctx.clock.advance(1);
+    const sig = o.unsigned
+      ? {}
+      : signAsSent({
+          partnerId: ctx.partner.id,
+          privateKey: ctx.partner.privateKeyPem,
+          method: "GET",
+          target: o.signed ?? target,
+          nowMs: ctx.clock.nowMs(),
+        });
+    const headers = Object.entries(sig).map(([k, v]) => `\r\n${k}: ${v}`);
+    return rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1${headers.join("")}`);
+  }
+
+  function assertRefused(res: RawResponse, why: string): void {
+    assert.equal(res.status, 401, `${why}: status`);
+    assert.equal(res.body, unauthorizedBody, `${why}: body`);
+  }
+
+  test("a target signed as sent whose path is not the routed one is a 401", async () => {
+    const cases: [string, string][] = [
+      ["percent-encoded letter in a static segment", "/v1/partner/asset-pair%73"],
+      ["percent-encoded letter, lower-case hex", "/v1/partner/asset%2dpairs"],
+      ["percent-encoded letter in the prefix", "/v1/%70artner/asset-pairs"],
+      ["fragment", "/v1/partner/asset-pairs#x"],
+      ["fragment after a query", "/v1/partner/asset-pairs?a=1#x"],
+      ["empty fragment", "/v1/partner/asset-pairs#"],
+      ["dot segment as a parameter", "/v1/partner/clients/../"],
+      ["single-dot segment as a parameter", "/v1/partner/clients/./"],
+      ["encoded dot segment as a parameter", "/v1/partner/clients/%2E%2E/"],
+      ["percent-encoded static segment after a parameter", "/v1/partner/clients/client-1/%64ocuments"],
+    ];
+    for (const [why, target] of cases) assertRefused(await get(target), why);
+    // Absolute form: the path part is what a client signs; the target is not origin-form.
+    assertRefused(
+      await get("http://127.0.0.1/v1/partner/asset-pairs", { signed: "/v1/partner/asset-pairs" }),
+      "absolute form",
+    );
+  });
+
+  test("a path that matches no route is a 404 when signed and a 401 when not, whatever it holds", async () => {
+    const cases = [
+      "/v1/partner/asset-pairs%00",
+      "/v1/partner/asset-pairs%2F",
+      "/v1/partner/asset-pairs/",
+      "/v1/partner/clients//",
+      "/v1/partner/clients//documents",
+      "/v1/partner/Asset-Pairs",
+      "/v1/partner//asset-pairs",
+      "/v1/partner/./asset-pairs",
+      "/v1/partner/x/../asset-pairs",
+      "/v1/partner/asset-pairs;x=1",
+      "/v1/partner/orders/ref/a%FFb",
+    ];
+    for (const target of cases) {
+      const signed = await get(target);
+      assert.equal(signed.status, 404, `${target}: ${signed.body}`);
+      assert.equal(signed.body, '{"code":404,"msg":"Not Found","msg_detail":null}', target);
+      assertRefused(await get(target, { unsigned: true }), `${target} unsigned`);
+    }
+  });
+
+  test("legitimate forms: an empty query, and percent-encoding inside a path parameter", async () => {
+    for (const target of [
+      "/v1/partner/asset-pairs",
+      "/v1/partner/asset-pairs?",
+      "/v1/partner/asset-pairs?&",
+    ]) {
+      const res = await get(target);
+      assert.equal(res.status, 200, target);
+      assert.ok(Array.isArray(JSON.parse(res.body).items), target);
+    }
+    // The only way to name the client "a/b c%?é"; any case of hex digits decodes to the same value.
+    for (const target of [
+      "/v1/partner/clients/a%2Fb%20c%25%3F%C3%A9/",
+      "/v1/partner/clients/a%2fb%20c%25%3f%c3%a9/",
+      "/v1/partner/clients/%61%2Fb%20c%25%3F%C3%A9/",
+    ]) {
+      const res = await get(target);
+      assert.equal(res.status, 200, `${target}: ${res.body}`);
+      assert.equal(JSON.parse(res.body).result.partner_client_id, "a/b c%?é");
+    }
+    // A target signed in one form and sent in another is still refused.
+    assertRefused(
+      await get("/v1/partner/clients/a%2Fb%20c%25%3F%C3%A9/", {
+        signed: "/v1/partner/clients/a%2fb%20c%25%3f%c3%a9/",
+      }),
+      "hex case differs from the signed target",
+    );
+  });
+
+  test("bytes outside visible ASCII in the target are refused before anything else", async () => {
+    ctx.clock.advance(1);
+    const sig = signAsSent({
+      partnerId: ctx.partner.id,
+      privateKey: ctx.partner.privateKeyPem,
+      method: "GET",
+      target: "/v1/partner/clients/é/",
+      nowMs: ctx.clock.nowMs(),
+    });
+    const headers = Object.entries(sig).map(([k, v]) => `\r\n${k}: ${v}`);
+    const head = Buffer.concat([
+      Buffer.from("GET /v1/partner/clients/"),
+      Buffer.from("é", "utf8"),
+      Buffer.from(`/ HTTP/1.1\r\nHost: 127.0.0.1${headers.join("")}`),
+    ]);
+    const res = await rawRequest(port, head);
+    assert.ok(res.status === 400 || res.status === 401, `status ${res.status}`);
+    assert.notEqual(res.status, 200);
+  });
+});
+
+describe("every body is read before authentication, also where nothing else reads it", () => {
+  let ctx: TestContext;
+  let port: number;
+  before(async () => {
+    ctx = await startTestContext();
+    await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    port = (ctx.app.server.address() as AddressInfo).port;
+    const created = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(1) });
+    assert.equal(created.statusCode, 201, created.body);
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  const notFoundBody = '{"code":404,"msg":"Not Found","msg_detail":null}';
+  const tooLargeBody = '{"code":413,"msg":"Payload Too Large","msg_detail":null}';
+
+  interface Sent {
+    method: string;
+    target: string;
+    body: Buffer | string;
+    /** The body the signature covers; the one sent by default. */
+    signedBody?: Buffer | string;
+    contentType?: string;
+    unsigned?: boolean;
+    /** Content-Length as declared (the body's length by default); null: chunked. */
+    contentLength?: number | null;
+  }
+
+  function signature(s: Sent): Record<string, string> {
+    if (s.unsigned) return {};
+    ctx.clock.advance(1);
+    return signRequest({
+      partnerId: ctx.partner.id,
+      privateKey: ctx.partner.privateKeyPem,
+      method: s.method,
+      target: s.target,
+      body: s.signedBody ?? s.body,
+      nowMs: ctx.clock.nowMs(),
+    }) as unknown as Record<string, string>;
+  }
+
+  /** Over a socket, byte for byte; a null contentLength sends the body as one chunk. */
+  function overHttp(s: Sent): Promise<RawResponse> {
+    const bytes = Buffer.isBuffer(s.body) ? s.body : Buffer.from(s.body, "utf8");
+    const headers = { ...signature(s), "content-type": s.contentType ?? "application/json" };
+    const lines = Object.entries(headers).map(([k, v]) => `\r\n${k}: ${v}`);
+    const framing =
+      s.contentLength === null
+        ? "\r\nTransfer-Encoding: chunked"
+        : `\r\nContent-Length: ${s.contentLength ?? bytes.length}`;
+    const body =
+      s.contentLength === null
+        ? Buffer.concat([
+            Buffer.from(`${bytes.length.toString(16)}\r\n`),
+            bytes,
+            Buffer.from("\r\n0\r\n\r\n"),
+          ])
+        : bytes;
+    return rawRequest(
+      port,
+      `${s.method} ${s.target} HTTP/1.1\r\nHost: 127.0.0.1${lines.join("")}${framing}`,
+      body,
+    );
+  }
+
+  function injected(s: Sent): Promise<LightMyRequestResponse> {
+    return ctx.app.inject({
+      method: s.method as "GET",
+      url: s.target,
+      headers: { ...signature(s), "content-type": s.contentType ?? "application/json" },
+      payload: s.body,
+      remoteAddress: "127.0.0.1",
+    });
+  }
+
+  /** Status and body over both transports. */
+  async function both(s: Sent): Promise<{ status: number; body: string }[]> {
+    const raw = await overHttp(s);
+    const inj = await injected(s);
+    return [
+      { status: raw.status, body: raw.body },
+      { status: inj.statusCode, body: inj.body },
+    ];
+  }
+
+  async function clientRows(): Promise<string> {
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/clients" });
+    assert.equal(res.statusCode, 200);
+    return res.body;
+  }
+
+  test("a GET with a body: signed over the bytes sent it is answered, signed as empty it is a 401", async () => {
+    const target = "/v1/partner/asset-pairs";
+    const expected = await ctx.signed({ method: "GET", url: target });
+    assert.equal(expected.statusCode, 200);
+    for (const body of ["x", '{"a":1}', Buffer.from([0xff, 0x00, 0xfe])]) {
+      for (const res of await both({ method: "GET", target, body })) {
+        assert.equal(res.status, 200, `${String(body)}: ${res.body}`);
+        assert.equal(res.body, expected.body, "the route ignores the body");
+      }
+      for (const res of await both({ method: "GET", target, body, signedBody: "" })) {
+        assert.equal(res.status, 401, `signed as empty: ${res.body}`);
+        assert.equal(res.body, unauthorizedBody);
+      }
+      for (const res of await both({ method: "GET", target, body, unsigned: true })) {
+        assert.equal(res.status, 401);
+      }
+    }
+    // Chunked: the body is read to its end all the same.
+    const chunked = await overHttp({ method: "GET", target, body: "chunked body", contentLength: null });
+    assert.equal(chunked.status, 200, chunked.body);
+    const chunkedEmpty = await overHttp({
+      method: "GET",
+      target,
+      body: "chunked body",
+      signedBody: "",
+      contentLength: null,
+    });
+    assert.equal(chunkedEmpty.status, 401);
+    // A GET whose path takes a parameter, and a public GET, which is not signed at all.
+    const one = await overHttp({ method: "GET", target: "/v1/partner/clients/client-1/", body: "x" });
+    assert.equal(one.status, 200, one.body);
+    assert.equal(JSON.parse(one.body).result.partner_client_id, "client-1");
+    const pub = await overHttp({ method: "GET", target: "/v1/public/assets", body: "x", unsigned: true });
+    assert.equal(pub.status, 200, pub.body);
+  });
+
+  test("a GET body over the JSON limit is a 413, declared or sent chunked", async () => {
+    const target = "/v1/partner/asset-pairs";
+    const big = Buffer.alloc(limits.jsonBodyBytesMax + 1, 0x20);
+    for (const contentLength of [undefined, null] as const) {
+      const res = await overHttp({ method: "GET", target, body: big, contentLength });
+      assert.equal(res.status, 413, `${contentLength === null ? "chunked" : "declared"}: ${res.body}`);
+      assert.equal(res.body, tooLargeBody);
+    }
+    const atLimit = await overHttp({ method: "GET", target, body: big.subarray(0, limits.jsonBodyBytesMax) });
+    assert.equal(atLimit.status, 200);
+  });
+
+  test("a body to a path the router cannot decode is read, then authenticated, then a 404", async () => {
+    const before = await clientRows();
+    const update = JSON.stringify({ first_name: "Changed" });
+    const cases: Sent[] = [
+      { method: "PUT", target: "/v1/partner/clients/%FE%FF/", body: update },
+      { method: "PUT", target: "/v1/partner/clients/%ED%A0%80/activation", body: '{"active":true}' },
+      { method: "POST", target: "/v1/partner/clients/%%/documents", body: '{"a":1}' },
+      {
+        method: "POST",
+        target: "/v1/partner/clients/%%/documents",
+        body: `--b\r\nContent-Disposition: form-data; name="document_type"\r\n\r\npassport\r\n--b--\r\n`,
+        contentType: "multipart/form-data; boundary=b",
+      },
+      { method: "GET", target: "/v1/partner/clients/%FE/", body: "x" },
+      { method: "DELETE", target: "/v1/partner/clients/%E0%80%80/", body: "x", contentType: "text/plain" },
+    ];
+    for (const s of cases) {
+      const why = `${s.method} ${s.target}`;
+      for (const res of await both(s)) {
+        assert.equal(res.status, 404, `${why}: ${res.body}`);
+        assert.equal(res.body, notFoundBody, why);
+      }
+      for (const res of await both({ ...s, signedBody: "" })) {
+        assert.equal(res.status, 401, `${why} signed as empty: ${res.body}`);
+        assert.equal(res.body, unauthorizedBody);
+      }
+      for (const res of await both({ ...s, unsigned: true }))
+        assert.equal(res.status, 401, `${why} unsigned`);
+    }
+    const chunked = await overHttp({ ...cases[0]!, contentLength: null });
+    assert.equal(chunked.status, 404, chunked.body);
+    assert.equal(await clientRows(), before, "nothing changed");
+  });
+
+  test("the limit there is the route's: the JSON limit, the multipart limit for an upload", async () => {
+    const target = "/v1/partner/clients/%FE/documents";
+    const multipart = "multipart/form-data; boundary=b";
+    const twoMiB = Buffer.alloc(2 * 1024 * 1024, 0x61);
+    const json = await overHttp({ method: "POST", target, body: twoMiB });
+    assert.equal(json.status, 413, json.body);
+    assert.equal(json.body, tooLargeBody);
+    const upload = await overHttp({ method: "POST", target, body: twoMiB, contentType: multipart });
+    assert.equal(upload.status, 404, upload.body);
+    // Elsewhere a multipart body gets the JSON limit, as the routes give it.
+    const elsewhere = await overHttp({
+      method: "PUT",
+      target: "/v1/partner/clients/%FE/",
+      body: twoMiB,
+      contentType: multipart,
+    });
+    assert.equal(elsewhere.status, 413, elsewhere.body);
+    const overUpload = await overHttp({
+      method: "POST",
+      target,
+      body: Buffer.alloc(0),
+      contentType: multipart,
+      contentLength: limits.multipartBodyBytesMax + 1,
+    });
+    assert.equal(overUpload.status, 413, overUpload.body);
+    const chunkedOver = await overHttp({
+      method: "PUT",
+      target: "/v1/partner/clients/%FE/",
+      body: Buffer.alloc(limits.jsonBodyBytesMax + 1, 0x20),
+      contentLength: null,
+    });
+    assert.equal(chunkedOver.status, 413, chunkedOver.body);
+  });
+
+  test("a client that goes away mid-body costs nothing: the server keeps answering", async () => {
+    const sig = signature({ method: "PUT", target: "/v1/partner/clients/%FE/", body: "x".repeat(100) });
+    for (const [method, target] of [
+      ["PUT", "/v1/partner/clients/%FE/"],
+      ["GET", "/v1/partner/asset-pairs"],
+    ] as const) {
+      const lines = Object.entries(sig).map(([k, v]) => `\r\n${k}: ${v}`);
+      await new Promise<void>((resolve, reject) => {
+        const socket = net.connect(port, "127.0.0.1");
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error("the server did not close"));
+        }, 5_000);
+        socket.on("error", () => {});
+        socket.on("close", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        socket.write(
+          `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1${lines.join("")}\r\nContent-Type: application/json` +
+            "\r\nContent-Length: 100\r\n\r\nxxxxxxxxxx",
+          () => setTimeout(() => socket.destroy(), 50),
+        );
+      });
+    }
+    const res = await ctx.signed({ method: "GET", url: "/v1/partner/asset-pairs" });
+    assert.equal(res.statusCode, 200);
+    const res404 = await overHttp({ method: "PUT", target: "/v1/partner/clients/%FE/", body: "x" });
+    assert.equal(res404.status, 404);
   });
 });

@@ -3,7 +3,14 @@
 // any failure is one fixed 401; the cause goes to the debug log only.
 
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { PartnerAuthenticator } from "../modules/partners/index.ts";
+import { limits } from "../config/limits.ts";
+import {
+  effectiveLimit,
+  type PartnerAuthenticator,
+  type RateClass,
+  type RateLimiter,
+} from "../modules/partners/index.ts";
+import { announcesBody, readBodyBytes } from "./body-parsing.ts";
 import { sendError } from "./http-error.ts";
 
 const partnerPrefix = "/v1/partner";
@@ -43,18 +50,78 @@ function header(request: FastifyRequest, name: string): string | string[] | unde
   return values.length === 1 ? values[0] : values;
 }
 
-export function signatureAuthHook(authenticator: PartnerAuthenticator) {
+/** A raw path segment as the router decodes a parameter, or null when it cannot be decoded. */
+function decodedSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the raw target's path is the path the router matched (docs/decisions.md, "Hardening"):
+ * static segments exactly as the route writes them (so no percent-encoding, same case, no
+ * fragment), and each parameter segment one that decodes to the parameter the handler receives
+ * and is not a dot segment (an empty one is left to the route: 404). Percent-encoding inside a
+ * parameter is legitimate: it is the only way to send a partner_client_id or partner_order_ref
+ * holding `/`, `%`, `?`, a space or non-ASCII text. A target the router did not match has nothing
+ * to differ from.
+ */
+export function routedAsSent(request: FastifyRequest): boolean {
+  if (request.is404) return true;
+  const pattern = request.routeOptions.url;
+  if (pattern === undefined) return true;
+  const raw = request.raw.url ?? "";
+  const q = raw.indexOf("?");
+  const got = (q === -1 ? raw : raw.slice(0, q)).split("/");
+  const want = pattern.split("/");
+  if (got.length !== want.length) return false;
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  return want.every((w, i) => {
+    const g = got[i] ?? "";
+    if (!w.startsWith(":")) return w === g;
+    if (g === "") return params[w.slice(1)] === "";
+    const value = decodedSegment(g);
+    return value !== null && value !== "." && value !== ".." && value === params[w.slice(1)];
+  });
+}
+
+/** The methods whose body Fastify leaves unread. */
+const bodylessMethods = new Set(["GET", "HEAD", "TRACE"]);
+
+export function signatureAuthHook(authenticator: PartnerAuthenticator, limiter: RateLimiter | null) {
   return async function signatureAuth(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     if (!isPartnerSpace(request)) return;
-    return authenticate(authenticator, request, reply);
+    // Fastify reads no body for GET and HEAD; one sent anyway is read here, under the JSON limit,
+    // so the signature is checked over the bytes sent (docs/decisions.md, "Hardening"). The route
+    // then ignores it. A request without a body costs two header lookups.
+    if (request.rawBody === null && bodylessMethods.has(request.raw.method ?? "") && announcesBody(request)) {
+      request.rawBody = await readBodyBytes(request, request.raw, limits.jsonBodyBytesMax);
+    }
+    return authenticate(authenticator, request, reply, limiter);
   };
 }
 
-/** Authenticates one request; on failure the fixed 401 has been sent and the reply is returned. */
+/** The budget a signed request draws on (docs/decisions.md, "Rate limits"). */
+export function rateClassOf(method: string, rawUrl: string): RateClass {
+  if (method === "GET" || method === "HEAD") return "reads";
+  const q = rawUrl.indexOf("?");
+  const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  return method === "POST" && path === "/v1/partner/quotes" ? "quotes" : "writes";
+}
+
+/**
+ * Authenticates one request, then takes it from the partner's rate-limit budget: on a failure the
+ * fixed 401, or the 429 with Retry-After, has been sent and the reply is returned. Every
+ * authenticated answer carries the budget's RateLimit-Limit, -Remaining and -Reset fields (none
+ * when the budget could not be consulted: Redis out of reach).
+ */
 export async function authenticate(
   authenticator: PartnerAuthenticator,
   request: FastifyRequest,
   reply: FastifyReply,
+  limiter: RateLimiter | null,
 ): Promise<FastifyReply | undefined> {
   {
     const result = await authenticator.authenticate({
@@ -63,6 +130,7 @@ export async function authenticate(
       signature: header(request, "x-signature"),
       method: request.raw.method ?? "",
       target: request.raw.url ?? "",
+      routed: routedAsSent(request),
       body: request.rawBody ?? undefined,
       clientIp: request.ip,
     });
@@ -72,6 +140,17 @@ export async function authenticate(
       return reply;
     }
     request.partnerId = result.partnerId;
-    return undefined;
+    if (limiter === null) return undefined;
+    const cls = rateClassOf(request.raw.method ?? "", request.raw.url ?? "");
+    const decision = await limiter.take(result.partnerId, cls, effectiveLimit(result.rateLimits, cls));
+    if (decision === null) return undefined;
+    reply.header("RateLimit-Limit", decision.limit);
+    reply.header("RateLimit-Remaining", decision.remaining);
+    reply.header("RateLimit-Reset", decision.resetSeconds);
+    if (decision.allowed) return undefined;
+    request.log.debug({ rateClass: cls, partnerId: result.partnerId }, "rate limit reached");
+    reply.header("Retry-After", decision.retryAfterSeconds);
+    await sendError(reply, "too_many_requests");
+    return reply;
   }
 }

@@ -1,6 +1,6 @@
 // Request validation: two Ajv instances (bodies are never coerced, so a JSON number is never taken
 // for a decimal string; query and path values arrive as text and are coerced), and the mapping of
-// Ajv's errors onto the FastAPI/Pydantic 422 shape the spec uses: {loc, msg, type}.
+// Ajv's errors onto the FastAPI/Pydantic 422 shape the contract uses: {loc, msg, type}.
 
 import type { FieldError } from "@counterpart/protocol";
 import { Ajv, type ErrorObject, type Options } from "ajv";
@@ -27,9 +27,76 @@ for (const ajv of [bodyAjv, textAjv]) {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === "body" ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  if (httpPart === "body")
+    return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  const validate = textAjv.compile(schema as object);
+  const integers = integerProperties(schema as JsonSchema);
+  if (integers.length === 0) return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+  // Ajv coerces text to an integer with Number(): "1e3", "0x10", " 16", "+5", "1.0" would all pass.
+  // Only decimal digits, with a minus sign for the schema's minimum to refuse, are an integer here;
+  // the value is checked as text before Ajv coerces it.
+  const strict = (data: unknown): boolean => {
+    const refused = looseIntegers(integers, data);
+    const ok = validate(data);
+    if (refused.length === 0) {
+      strict.errors = validate.errors ?? null;
+      return ok;
+    }
+    const others = (validate.errors ?? []).filter(
+      (e) => !refused.some((r) => r.instancePath === e.instancePath),
+    );
+    strict.errors = [...refused, ...others];
+    return false;
+  };
+  strict.errors = null as ErrorObject[] | null;
+  return strict as unknown as ReturnType<FastifySchemaCompiler<unknown>>;
 };
+
+interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+}
+
+const integerText = /^-?[0-9]+$/;
+
+const isInteger = (s: JsonSchema | undefined): boolean =>
+  s !== undefined &&
+  (s.type === "integer" ||
+    (Array.isArray(s.type) && s.type.includes("integer")) ||
+    (s.anyOf ?? []).some(isInteger));
+
+/** The top-level properties of a query, path or header schema that take integers (or lists of them). */
+function integerProperties(schema: JsonSchema): { name: string; list: boolean }[] {
+  const out: { name: string; list: boolean }[] = [];
+  for (const [name, prop] of Object.entries(schema.properties ?? {})) {
+    if (isInteger(prop)) out.push({ name, list: false });
+    else if (isInteger(prop.items)) out.push({ name, list: true });
+  }
+  return out;
+}
+
+/** An Ajv-shaped type error for every text value of an integer property that is not plain digits. */
+function looseIntegers(integers: { name: string; list: boolean }[], data: unknown): ErrorObject[] {
+  if (data === null || typeof data !== "object") return [];
+  const errors: ErrorObject[] = [];
+  for (const { name, list } of integers) {
+    const value = (data as Record<string, unknown>)[name];
+    const values = Array.isArray(value) ? value : [value];
+    values.forEach((v, i) => {
+      if (typeof v !== "string" || integerText.test(v)) return;
+      const pointer = `/${name.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      errors.push({
+        keyword: "type",
+        instancePath: list && Array.isArray(value) ? `${pointer}/${i}` : pointer,
+        schemaPath: `#/properties/${name}/type`,
+        params: { type: "integer" },
+      });
+    });
+  }
+  return errors;
+}
 
 const partLoc: Record<string, string> = {
   body: "body",
@@ -154,7 +221,8 @@ function fieldError(e: ErrorObject, part: string): FieldError {
     case "format":
       return custom ? { loc, ...custom } : formatError(loc, String(params.format));
     default:
-      return custom ? { loc, ...custom } : { loc, msg: e.message ?? "Invalid value", type: "value_error" };
+      // Never Ajv's own message ("must be …"): a rule without a mapping above gets a fixed text.
+      return custom ? { loc, ...custom } : { loc, msg: "Input is not valid here", type: "value_error" };
   }
 }
 

@@ -1,12 +1,19 @@
 // Stored files as a port: put, get and delete bytes by an opaque key. The service makes the keys
 // (random, never derived from anything a partner sent), so no file name ever reaches the file
-// system. The local implementation is the sandbox default (`<dataDir>/files`); an S3-compatible
-// one plugs in behind the same interface in production; tests may use the in-memory one.
+// system. The local implementation is the sandbox default (`<dataDir>/files`); the S3-compatible
+// one (s3-file-store.ts) is the production store; tests may use the in-memory one. Every store
+// passes the same contract (file-store.test.ts).
 
 import crypto from "node:crypto";
 import fs from "node:fs/promises";
 import path from "node:path";
 
+/**
+ * Every method refuses a key that is not base64url text (an Error, before any I/O), and reports any
+ * failure of the storage itself (disk, network, credentials, a timeout) as a
+ * FileStoreUnavailableError, whose message is the store's own words and whose cause is kept for
+ * the log only: the request is answered 503 (docs/errors.md).
+ */
 export interface FileStore {
   /** Stores `bytes` under `key`, replacing nothing: keys are fresh. */
   put(key: string, bytes: Uint8Array): Promise<void>;
@@ -16,6 +23,24 @@ export interface FileStore {
   delete(key: string): Promise<void>;
 }
 
+/** The storage behind a FileStore failed or did not answer in time; a retry later may succeed. */
+export class FileStoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "FileStoreUnavailableError";
+  }
+}
+
+/** Runs one storage operation; any failure but an invalid key becomes a FileStoreUnavailableError. */
+async function storage<T>(what: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof FileStoreUnavailableError) throw err;
+    throw new FileStoreUnavailableError(`file store: ${what} failed`, { cause: err });
+  }
+}
+
 /** Keys are base64url text; anything else (a slash, a dot) is refused before touching a path. */
 const keyPattern = /^[A-Za-z0-9_-]{16,128}$/;
 
@@ -23,7 +48,7 @@ export function isFileKey(key: string): boolean {
   return keyPattern.test(key);
 }
 
-function assertKey(key: string): void {
+export function assertKey(key: string): void {
   if (!keyPattern.test(key)) throw new Error("invalid file key");
 }
 
@@ -46,28 +71,34 @@ export class LocalFileStore implements FileStore {
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
     const file = this.#pathOf(key);
-    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    const temporary = `${file}.${crypto.randomBytes(6).toString("hex")}.partial`;
-    try {
-      await fs.writeFile(temporary, bytes, { mode: 0o600, flag: "wx" });
-      await fs.rename(temporary, file);
-    } catch (err) {
-      await fs.rm(temporary, { force: true });
-      throw err;
-    }
+    await storage("put", async () => {
+      await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      const temporary = `${file}.${crypto.randomBytes(6).toString("hex")}.partial`;
+      try {
+        await fs.writeFile(temporary, bytes, { mode: 0o600, flag: "wx" });
+        await fs.rename(temporary, file);
+      } catch (err) {
+        await fs.rm(temporary, { force: true }).catch(() => {});
+        throw err;
+      }
+    });
   }
 
   async get(key: string): Promise<Buffer | null> {
-    try {
-      return await fs.readFile(this.#pathOf(key));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw err;
-    }
+    const file = this.#pathOf(key);
+    return storage("get", async () => {
+      try {
+        return await fs.readFile(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+        throw err;
+      }
+    });
   }
 
   async delete(key: string): Promise<void> {
-    await fs.rm(this.#pathOf(key), { force: true });
+    const file = this.#pathOf(key);
+    await storage("delete", () => fs.rm(file, { force: true }));
   }
 }
 
@@ -87,6 +118,7 @@ export class MemoryFileStore implements FileStore {
   }
 
   async delete(key: string): Promise<void> {
+    assertKey(key);
     this.#files.delete(key);
   }
 

@@ -1,9 +1,10 @@
 // Test data: a valid client payload as a partner would send it, and a client row inserted
 // directly (for tests of other modules that only need a client to exist in some state).
 
+import zlib from "node:zlib";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
-import type { ClientStatus } from "../db/schema.ts";
+import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
 
 /** A valid POST /v1/partner/clients body; `n` makes the unique fields unique. */
 export function clientPayload(n: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -65,7 +66,7 @@ export async function insertClient(
       address: JSON.stringify(p.address),
       employment: JSON.stringify(p.employment),
       trading_volume: String(p.trading_volume),
-      account_purpose: p.account_purpose as string[],
+      account_purpose: p.account_purpose as AccountPurpose[],
     })
     .returning(["id", "partner_client_id"])
     .executeTakeFirstOrThrow();
@@ -116,19 +117,143 @@ export function multipartBody(
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** The first bytes of each accepted format, padded to `size` bytes: enough for sniffing by content. */
-export function sampleFile(format: "jpeg" | "png" | "heic" | "heif" | "pdf", size = 256): Buffer {
-  const heads: Record<typeof format, Buffer> = {
-    jpeg: Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01]),
-    png: Buffer.from([
-      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
-    ]),
-    heic: Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from("ftypheic\0\0\0\0mif1heic", "latin1")]),
-    heif: Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from("ftypmif1\0\0\0\0mif1heic", "latin1")]),
-    pdf: Buffer.from("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n", "latin1"),
+export type SampleFormat = "jpeg" | "png" | "heic" | "heif" | "pdf";
+
+/**
+ * A whole file of an accepted format, of exactly `size` bytes (the smallest such file without
+ * one): what the service's structural checks accept (modules/documents/file-formats.ts). The JPEG
+ * and the PNG are real 8x8 and 1x1 images; the PDF is one blank page; the HEIC and HEIF files have
+ * the boxes a HEIF file starts with. Each is padded inside its own structure (JPEG comment
+ * segments, a PNG text chunk, a PDF comment, the HEIF media-data box), never after its end.
+ */
+export function sampleFile(format: SampleFormat, size?: number): Buffer {
+  const file = sampleFiles[format](size ?? 0);
+  if (size !== undefined && file.length !== size) {
+    throw new Error(`sampleFile: no whole ${format} file of ${size} bytes (the smallest is ${file.length})`);
+  }
+  return file;
+}
+
+const sampleFiles: Record<SampleFormat, (size: number) => Buffer> = {
+  jpeg: sampleJpeg,
+  png: samplePng,
+  pdf: samplePdf,
+  heic: (size) => sampleHeif("heic", size),
+  heif: (size) => sampleHeif("mif1", size),
+};
+
+/**
+ * A baseline 8x8 grey JPEG: one quantisation table, a frame header, one-code Huffman tables, one
+ * scan whose only block is DC 0 and end-of-block, and the end marker; padded with comment segments
+ * (at most 65,537 bytes each) and fill bytes (0xFF) before the first table.
+ */
+function sampleJpeg(size: number): Buffer {
+  const segment = (marker: number, body: Buffer) => {
+    const head = Buffer.from([0xff, marker, 0, 0]);
+    head.writeUInt16BE(body.length + 2, 2);
+    return Buffer.concat([head, body]);
   };
-  const head = heads[format];
-  const out = Buffer.alloc(Math.max(size, head.length), 0x20);
-  head.copy(out);
-  return size < head.length ? out.subarray(0, size) : out;
+  const huffman = (tableClass: number) =>
+    segment(
+      0xc4,
+      Buffer.concat([
+        Buffer.from([tableClass << 4]),
+        Buffer.from([1, ...Array(15).fill(0)]),
+        Buffer.from([0]),
+      ]),
+    );
+  const image = Buffer.concat([
+    segment(0xdb, Buffer.concat([Buffer.from([0]), Buffer.alloc(64, 1)])),
+    segment(0xc0, Buffer.from([8, 0, 8, 0, 8, 1, 1, 0x11, 0])),
+    huffman(0),
+    huffman(1),
+    segment(0xda, Buffer.from([1, 1, 0x00, 0, 63, 0])),
+    Buffer.from([0x3f]), // DC difference 0 ("0"), end of block ("0"), padded with one bits
+    Buffer.from([0xff, 0xd9]),
+  ]);
+  const soi = Buffer.from([0xff, 0xd8]);
+  const padding: Buffer[] = [];
+  let left = size - soi.length - image.length;
+  while (left >= 4) {
+    let n = Math.min(left, 65_537);
+    if (left - n > 0 && left - n < 4) n -= 4;
+    padding.push(segment(0xfe, Buffer.alloc(n - 4, 0x20)));
+    left -= n;
+  }
+  if (left > 0) padding.push(Buffer.alloc(left, 0xff));
+  return Buffer.concat([soi, ...padding, image]);
+}
+
+/** A 1x1 RGB PNG with a tEXt chunk that takes the padding; CRCs computed. */
+function samplePng(size: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const typed = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(typed));
+    return Buffer.concat([length, typed, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(1, 0);
+  header.writeUInt32BE(1, 4);
+  header[8] = 8; // bit depth
+  header[9] = 2; // RGB
+  const parts = [
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", zlib.deflateSync(Buffer.from([0, 0x2a, 0x7a, 0xc8]))),
+  ];
+  const end = chunk("IEND", Buffer.alloc(0));
+  const keyword = Buffer.from("Comment\0", "latin1");
+  const fixed = parts.reduce((n, p) => n + p.length, 0) + end.length + 12 + keyword.length;
+  const text = Buffer.concat([keyword, Buffer.alloc(Math.max(0, size - fixed), 0x20)]);
+  return Buffer.concat([...parts, chunk("tEXt", text), end]);
+}
+
+/** One blank page, with a cross-reference table; a comment line after the header takes the padding. */
+function samplePdf(size: number): Buffer {
+  const build = (pad: number, trailingNewlines: number) => {
+    let text = "%PDF-1.7\n%\xe2\xe3\xcf\xd3\n";
+    if (pad > 0) text += `%${" ".repeat(pad - 2)}\n`;
+    const objects = [
+      "<< /Type /Catalog /Pages 2 0 R >>",
+      "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 72 72] >>",
+    ];
+    const offsets: number[] = [];
+    for (const [i, body] of objects.entries()) {
+      offsets.push(text.length);
+      text += `${i + 1} 0 obj\n${body}\nendobj\n`;
+    }
+    const xref = text.length;
+    text += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+    for (const o of offsets) text += `${String(o).padStart(10, "0")} 00000 n \n`;
+    text += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+    return Buffer.from(text + "\n".repeat(trailingNewlines), "latin1");
+  };
+  const base = build(0, 0).length;
+  // The padding comment is at least 2 bytes ("%" and its newline); the offsets' digits may grow
+  // with it, so take the longest padding that fits and finish with white space after %%EOF.
+  let pad = Math.max(0, size - base - 12);
+  if (pad === 1) pad = 0;
+  const next = (p: number) => (p === 0 ? 2 : p + 1);
+  for (let guard = 0; guard < 32 && build(next(pad), 0).length <= size; guard++) pad = next(pad);
+  const body = build(pad, 0);
+  return build(pad, Math.max(0, size - body.length));
+}
+
+/** ftyp (the brand given, mif1 and heic compatible), a meta box with a pict handler, and mdat taking the padding. */
+function sampleHeif(major: "heic" | "mif1", size: number): Buffer {
+  const box = (type: string, body: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(body.length + 8, 0);
+    head.write(type, 4, "latin1");
+    return Buffer.concat([head, body]);
+  };
+  const ftyp = box("ftyp", Buffer.from(`${major}\0\0\0\0mif1heic`, "latin1"));
+  const hdlr = box("hdlr", Buffer.concat([Buffer.alloc(8), Buffer.from("pict", "latin1"), Buffer.alloc(13)]));
+  const meta = box("meta", Buffer.concat([Buffer.alloc(4), hdlr]));
+  const mdat = box("mdat", Buffer.alloc(Math.max(0, size - ftyp.length - meta.length - 8), 0x20));
+  return Buffer.concat([ftyp, meta, mdat]);
 }

@@ -11,13 +11,18 @@ import { type Config, loadConfig } from "../config/config.ts";
 import { type DatabaseHandle, openDatabase } from "../db/database.ts";
 import { migrate } from "../db/migrate.ts";
 import { isoFromMs } from "../db/time.ts";
+import { systemNote } from "../modules/audit/index.ts";
 import { englishCountryName, seedCatalog } from "../modules/catalog/index.ts";
 import { ManualClock } from "../platform/clock.ts";
+import type { FileStore } from "../platform/file-store.ts";
 import { systemRandom } from "../platform/random.ts";
 import { buildServices, type Services } from "../services.ts";
 
 export const testDatabaseUrl: string | null = process.env.TEST_DATABASE_URL || null;
 export const onPostgres = testDatabaseUrl !== null;
+
+/** Who a test's direct service call acts as: the service itself, with a reason where one is needed. */
+export const testNote = { ...systemNote, reason: "test set-up" } as const;
 
 export interface TestPartner {
   id: string;
@@ -97,6 +102,8 @@ export interface TestContextOptions {
   env?: Record<string, string>;
   /** Test-only routes added to the partner app before it is sealed (e.g. to provoke a 500). */
   extraRoutes?: (app: FastifyInstance) => void;
+  /** The document store to use instead of the configured one. */
+  fileStore?: FileStore;
 }
 
 export async function startTestContext(options: TestContextOptions = {}): Promise<TestContext> {
@@ -112,7 +119,17 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
     .updateTable("asset_pairs")
     .set({ price_at: isoFromMs(clock.nowMs()) })
     .execute();
-  const services = buildServices({ config, database, clock, random: systemRandom });
+  const services = buildServices({
+    config,
+    database,
+    clock,
+    random: systemRandom,
+    ...(options.fileStore === undefined ? {} : { fileStore: options.fileStore }),
+  });
+  // With REDIS_URL the tests start from a connected Redis (serving itself never waits for one).
+  if (services.sharedState !== null && !(await services.sharedState.ready(10_000))) {
+    throw new Error("the test's Redis did not answer within 10 s");
+  }
   const app = buildPartnerApp(services, { logger: false });
   options.extraRoutes?.(app);
   const admin = buildAdminApp(services, {
@@ -125,11 +142,14 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
 
   async function addPartner(o: { allowIps?: string[]; name?: string } = {}): Promise<TestPartner> {
     const keys = generateKeyPair();
-    const created = await services.partners.create({
-      name: o.name ?? "Test Partner",
-      publicKeyPem: keys.publicKeyPem,
-      allowIps: o.allowIps ?? ["127.0.0.1/32", "::1/128"],
-    });
+    const created = await services.partners.create(
+      {
+        name: o.name ?? "Test Partner",
+        publicKeyPem: keys.publicKeyPem,
+        allowIps: o.allowIps ?? ["127.0.0.1/32", "::1/128"],
+      },
+      systemNote,
+    );
     if (!created.ok) throw new Error(`partner create failed: ${created.error}`);
     return { id: created.partner.id, privateKeyPem: keys.privateKeyPem, publicKeyPem: keys.publicKeyPem };
   }
@@ -183,6 +203,7 @@ export async function startTestContext(options: TestContextOptions = {}): Promis
     },
     async close() {
       await Promise.allSettled([app.close(), admin.close()]);
+      await services.sharedState?.close();
       await database.close();
     },
   };

@@ -31,6 +31,8 @@ export function spawnServe(env: Record<string, string>): { child: ChildProcess; 
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
+  // A child that cannot be spawned (or signalled) emits 'error'; recorded, never thrown.
+  child.on("error", (err) => (out += `\nspawn error: ${err.message}\n`));
   child.stdout?.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr?.on("data", (c: Buffer) => (out += c.toString()));
   return { child, output: () => out };
@@ -38,11 +40,21 @@ export function spawnServe(env: Record<string, string>): { child: ChildProcess; 
 
 export function exitOf(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  return new Promise((resolve) => {
+    child.once("exit", (code) => resolve(code));
+    // A child that never started emits 'error' and no 'exit'.
+    child.once("error", () => resolve(child.exitCode));
+  });
 }
 
-/** Starts the service and waits (bounded) until it has written its endpoints. */
-export async function startService(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+/**
+ * Starts the service and waits (bounded, generously: a cold start on a loaded machine has taken
+ * 30 s) until it has written its endpoints.
+ */
+export async function startService(
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<ServiceProcess> {
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const endpointsFile = path.join(dataDir, "endpoints.json");
   fs.rmSync(endpointsFile, { force: true });

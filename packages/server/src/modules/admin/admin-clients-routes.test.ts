@@ -1,5 +1,6 @@
-// Spec §3.1 (statuses other than verified come from the compliance team), §3.2 and §7.3 (2009,
-// 2010 through the shared client check); DESIGN "Operator side": the admin API's client routes.
+// docs/reference.md §3.1 (statuses other than verified come from the compliance team), §3.2 and §7.3 (2009,
+// 2010 through the shared client check); docs/decisions.md "Operator side": the admin API's client
+// routes.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -10,29 +11,37 @@ import { checkClientCanTransact } from "../clients/client-check.ts";
 
 describe("admin API: clients", () => {
   let ctx: TestContext;
-  let base: string;
-  let created: Record<string, unknown>;
 
   before(async () => {
     ctx = await startTestContext();
-    base = `/admin/partners/${ctx.partner.id}/clients/client-1`;
-    const res = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(1) });
-    created = res.json().result;
   });
   after(async () => {
     await ctx.close();
   });
 
-  const partnerView = async () =>
-    (await ctx.signed({ method: "GET", url: "/v1/partner/clients/client-1/" })).json().result;
+  /**
+   * A client of the test's own, created through the partner API: a test that changes its status
+   * or flag leaves nothing another test reads, whatever the order.
+   */
+  async function ownClient(n: number) {
+    const res = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(n) });
+    assert.equal(res.statusCode, 201, res.body);
+    const pcid = `client-${n}`;
+    const created: Record<string, unknown> = res.json().result;
+    return { pcid, base: `/admin/partners/${ctx.partner.id}/clients/${pcid}`, created };
+  }
+  const partnerView = async (pcid: string) =>
+    (await ctx.signed({ method: "GET", url: `/v1/partner/clients/${pcid}/` })).json().result;
 
   test("GET shows the client as the partner sees it", async () => {
+    const { base, created } = await ownClient(1);
     const res = await ctx.adminRequest("GET", base);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), { result: created });
   });
 
   test("PUT …/status: every status can be set; verified_at is null unless verified; 2009 follows", async () => {
+    const { pcid, base, created } = await ownClient(2);
     const db = ctx.services.database.db;
     for (const status of [
       "unverified",
@@ -47,8 +56,8 @@ describe("admin API: clients", () => {
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().result.status, status);
       assert.equal(res.json().result.verified_at, null);
-      assert.deepEqual(await partnerView(), { ...created, status, verified_at: null });
-      assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+      assert.deepEqual(await partnerView(pcid), { ...created, status, verified_at: null });
+      assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, pcid), {
         ok: false,
         error: "client_not_verified",
       });
@@ -60,38 +69,40 @@ describe("admin API: clients", () => {
     ctx.clock.advance(10_000);
     const again = await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
     assert.equal(again.json().result.verified_at, back.json().result.verified_at);
-    assert.equal((await checkClientCanTransact(db, ctx.partner.id, "client-1")).ok, true);
+    assert.equal((await checkClientCanTransact(db, ctx.partner.id, pcid)).ok, true);
   });
 
   test("PUT …/active: 2010 follows; 2009 comes before 2010", async () => {
+    const { pcid, base } = await ownClient(3);
     const db = ctx.services.database.db;
     const off = await ctx.adminRequest("PUT", `${base}/active`, { active: false });
     assert.equal(off.statusCode, 200);
     assert.equal(off.json().result.active, false);
-    assert.equal((await partnerView()).active, false);
-    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+    assert.equal((await partnerView(pcid)).active, false);
+    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, pcid), {
       ok: false,
       error: "client_deactivated",
     });
     await ctx.adminRequest("PUT", `${base}/status`, { status: "rejected" });
-    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, "client-1"), {
+    assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, pcid), {
       ok: false,
       error: "client_not_verified",
     });
     await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
     const on = await ctx.adminRequest("PUT", `${base}/active`, { active: true });
     assert.equal(on.json().result.active, true);
-    assert.equal((await checkClientCanTransact(db, ctx.partner.id, "client-1")).ok, true);
+    assert.equal((await checkClientCanTransact(db, ctx.partner.id, pcid)).ok, true);
   });
 
   test("unknown partner or client: 404; bad bodies: 422; no token: 401; nothing changes", async () => {
+    const { pcid, base } = await ownClient(4);
     const db = ctx.services.database.db;
     const before_ = await clientsState(db);
     const other = await ctx.addPartner();
     for (const url of [
-      `/admin/partners/${other.id}/clients/client-1`,
+      `/admin/partners/${other.id}/clients/${pcid}`,
       `/admin/partners/${ctx.partner.id}/clients/nobody`,
-      "/admin/partners/not-a-uuid/clients/client-1",
+      `/admin/partners/not-a-uuid/clients/${pcid}`,
     ]) {
       for (const [method, suffix, body] of [
         ["GET", "", undefined],
@@ -122,7 +133,7 @@ describe("admin API: clients", () => {
     // The partner API offers no way to change the status.
     const viaPartner = await ctx.signed({
       method: "PUT",
-      url: "/v1/partner/clients/client-1/status",
+      url: `/v1/partner/clients/${pcid}/status`,
       body: { status: "rejected" },
     });
     assert.equal(viaPartner.statusCode, 404);

@@ -1,14 +1,15 @@
-// The operator as compliance team (spec §3.1: statuses other than verified are set by the service's
-// compliance team; DESIGN "Operator side"): show a partner's client, set its status, set its
+// The operator as compliance team (docs/reference.md §3.1: statuses other than verified are set by the service's
+// compliance team; docs/decisions.md "Operator side"): show a partner's client, set its status, set its
 // active flag. Bearer-authenticated by app.ts. An unknown partner or client is a 404, as in the
 // rest of the admin API.
 
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import type { ClientStatus } from "../../db/schema.ts";
+import { auditNote, reasonRequired } from "../../http/admin-access.ts";
 import { HttpError } from "../../http/http-error.ts";
-import type { Services } from "../../services.ts";
-import { type ClientResult, ClientSchema, clientStatuses } from "../clients/index.ts";
+import { ReasonText } from "../../platform/wire-schemas.ts";
+import { type ClientResult, ClientSchema, type ClientsService, clientStatuses } from "../clients/index.ts";
 
 const ClientParams = Type.Object({
   partner_id: Type.String({ maxLength: 64 }),
@@ -21,13 +22,17 @@ interface Params {
   partner_client_id: string;
 }
 
-function unwrap(result: ClientResult<"invalid_client">) {
-  if (!result.ok) throw new HttpError("not_found");
+function unwrap(result: ClientResult<"invalid_client" | "reason_required">) {
+  if (!result.ok) throw result.error === "reason_required" ? reasonRequired() : new HttpError("not_found");
   return { result: result.client };
 }
 
-export function adminClientsRoutes(app: FastifyInstance, services: Services): void {
-  const { clients } = services;
+/** What the client routes of the admin API use. */
+export interface AdminClientsDeps {
+  readonly clients: ClientsService;
+}
+
+export function adminClientsRoutes(app: FastifyInstance, { clients }: AdminClientsDeps): void {
   const path = "/admin/partners/:partner_id/clients/:partner_client_id";
 
   app.get<{ Params: Params }>(
@@ -37,12 +42,16 @@ export function adminClientsRoutes(app: FastifyInstance, services: Services): vo
       unwrap(await clients.show(request.params.partner_id, request.params.partner_client_id)),
   );
 
-  app.put<{ Params: Params; Body: { status: ClientStatus } }>(
+  // A status change needs a reason; blocking (active false) too. Both go on the audit trail.
+  app.put<{ Params: Params; Body: { status: ClientStatus; reason?: string } }>(
     `${path}/status`,
     {
       schema: {
         params: ClientParams,
-        body: Type.Object({ status: Type.Enum(clientStatuses) }, { additionalProperties: false }),
+        body: Type.Object(
+          { status: Type.Enum(clientStatuses), reason: ReasonText },
+          { additionalProperties: false },
+        ),
         response: { 200: One },
       },
     },
@@ -52,16 +61,17 @@ export function adminClientsRoutes(app: FastifyInstance, services: Services): vo
           request.params.partner_id,
           request.params.partner_client_id,
           request.body.status,
+          auditNote(request, request.body.reason),
         ),
       ),
   );
 
-  app.put<{ Params: Params; Body: { active: boolean } }>(
+  app.put<{ Params: Params; Body: { active: boolean; reason?: string } }>(
     `${path}/active`,
     {
       schema: {
         params: ClientParams,
-        body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
+        body: Type.Object({ active: Type.Boolean(), reason: ReasonText }, { additionalProperties: false }),
         response: { 200: One },
       },
     },
@@ -71,6 +81,7 @@ export function adminClientsRoutes(app: FastifyInstance, services: Services): vo
           request.params.partner_id,
           request.params.partner_client_id,
           request.body.active,
+          auditNote(request, request.body.reason),
         ),
       ),
   );

@@ -120,6 +120,14 @@ describe("admin API", () => {
   });
 
   test("the ledger check reports clean, then the account that was tampered with", async () => {
+    // A client account of the test's own to tamper with, whatever ran before.
+    await insertClient(ctx.services.database.db, ctx.partner.id, 2);
+    const funded = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/deposits",
+      body: { partner_client_id: "client-2", asset_id: "AED", amount: "1", partner_order_ref: "ledger-1" },
+    });
+    assert.equal(funded.statusCode, 200, funded.body);
     const clean = await ctx.adminRequest("GET", "/admin/ledger/check");
     assert.deepEqual(clean.json(), { result: { ok: true, differences: [] } });
     await sql`UPDATE accounts SET balance = balance + 0.01 WHERE kind = 'client'`.execute(

@@ -1,11 +1,27 @@
-// The operator's admin API (DESIGN "Operator side"): the one way to change operator state while
+// The operator's admin API (docs/decisions.md "Operator side"): the one way to change operator state while
 // the service runs. Bearer-authenticated by app.ts; failures use the partner API's error shape.
 
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { auditNote, reasonRequired } from "../../http/admin-access.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
-import type { Services } from "../../services.ts";
-import type { PartnerResult } from "../partners/index.ts";
+import {
+  AdminPartnerKeyListSchema,
+  AdminPartnerKeySchema,
+  AdminPartnerListSchema,
+  AdminPartnerSchema,
+  PartnerActiveBody,
+  PartnerCreateBody,
+  type PartnerFailure,
+  PartnerIpsBody,
+  PartnerKeyAddBody,
+  PartnerKeyBody,
+  type PartnerKeyResult,
+  type PartnerKeysResult,
+  PartnerLimitsBody,
+  type PartnerResult,
+  type PartnersService,
+} from "../partners/index.ts";
 
 const keyReasons: Record<"not_pem" | "not_ed25519" | "small_order", string> = {
   not_pem: "the public key is not a PEM SubjectPublicKeyInfo block",
@@ -15,11 +31,41 @@ const keyReasons: Record<"not_pem" | "not_ed25519" | "small_order", string> = {
 
 function unwrap(result: PartnerResult) {
   if (result.ok) return { result: result.partner };
+  throw refusal(result);
+}
+
+function unwrapKey(result: PartnerKeyResult) {
+  if (result.ok) return { result: result.key };
+  throw refusal(result);
+}
+
+function refusal(result: PartnerFailure): HttpError {
   switch (result.error) {
     case "partner_not_found":
-      throw new HttpError("not_found");
+    case "key_not_found":
+      return new HttpError("not_found");
+    case "invalid_label":
+      return validationError([
+        { loc: ["body", "label"], msg: "Label should have 1 to 100 characters", type: "string_too_long" },
+      ]);
+    case "too_many_keys":
+      return validationError([
+        {
+          loc: ["body", "public_key_pem"],
+          msg: `the partner already has ${result.max} active keys; retire one first`,
+          type: "too_many_keys",
+        },
+      ]);
+    case "key_already_active":
+      return validationError([
+        {
+          loc: ["body", "public_key_pem"],
+          msg: "the partner already has this key, active",
+          type: "key_already_active",
+        },
+      ]);
     case "invalid_public_key":
-      throw validationError([
+      return validationError([
         {
           loc: ["body", "public_key_pem"],
           msg: keyReasons[result.reason],
@@ -27,93 +73,150 @@ function unwrap(result: PartnerResult) {
         },
       ]);
     case "invalid_cidr":
-      throw validationError([
+      return validationError([
         {
           loc: ["body", "allowed_ips"],
           msg: `"${result.value}" is not an IP address or CIDR range`,
           type: "cidr_parsing",
         },
       ]);
+    case "reason_required":
+      return reasonRequired();
     case "invalid_name":
-      throw validationError([
+      return validationError([
         { loc: ["body", "name"], msg: "Name should have 1 to 255 characters", type: "string_too_long" },
       ]);
   }
 }
 
 const PartnerIdParams = Type.Object({ partner_id: Type.String({ maxLength: 64 }) });
-const CreateBody = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
-    public_key_pem: Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]),
-    allowed_ips: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 256 }),
-  },
-  { additionalProperties: false },
-);
+const PartnerKeyParams = Type.Object({
+  partner_id: Type.String({ maxLength: 64 }),
+  key_id: Type.String({ maxLength: 64 }),
+});
+const One = Type.Object({ result: AdminPartnerSchema });
+const OneKey = Type.Object({ result: AdminPartnerKeySchema });
 
-export function adminRoutes(app: FastifyInstance, services: Services): void {
-  const { partners } = services;
+/** What the partner routes of the admin API use. */
+export interface AdminPartnersDeps {
+  readonly partners: PartnersService;
+}
 
-  app.post<{ Body: { name: string; public_key_pem: string | null; allowed_ips: string[] } }>(
+export function adminRoutes(app: FastifyInstance, { partners }: AdminPartnersDeps): void {
+  app.post<{ Body: PartnerCreateBody }>(
     "/admin/partners",
-    { schema: { body: CreateBody } },
+    { schema: { body: PartnerCreateBody, response: { 201: One } } },
     async (request, reply) => {
       const body = request.body;
       const out = unwrap(
-        await partners.create({
-          name: body.name,
-          publicKeyPem: body.public_key_pem,
-          allowIps: body.allowed_ips,
-        }),
+        await partners.create(
+          {
+            name: body.name,
+            publicKeyPem: body.public_key_pem,
+            allowIps: body.allowed_ips,
+          },
+          auditNote(request),
+        ),
       );
       return reply.code(201).send(out);
     },
   );
 
-  app.get("/admin/partners", async () => ({ items: await partners.list() }));
+  app.get("/admin/partners", { schema: { response: { 200: AdminPartnerListSchema } } }, async () => ({
+    items: await partners.list(),
+  }));
 
   app.get<{ Params: { partner_id: string } }>(
     "/admin/partners/:partner_id",
-    { schema: { params: PartnerIdParams } },
+    { schema: { params: PartnerIdParams, response: { 200: One } } },
     async (request) => unwrap(await partners.show(request.params.partner_id)),
   );
 
-  app.put<{ Params: { partner_id: string }; Body: { public_key_pem: string } }>(
+  // Replaces all the partner's keys by this one (its active keys are retired at once). To rotate
+  // without downtime use the keys routes below instead (docs/operations.md).
+  app.put<{ Params: { partner_id: string }; Body: PartnerKeyBody }>(
     "/admin/partners/:partner_id/key",
     {
       schema: {
         params: PartnerIdParams,
-        body: Type.Object(
-          { public_key_pem: Type.String({ maxLength: 4096 }) },
-          { additionalProperties: false },
-        ),
+        body: PartnerKeyBody,
+        response: { 200: One },
       },
     },
-    async (request) => unwrap(await partners.setKey(request.params.partner_id, request.body.public_key_pem)),
+    async (request) =>
+      unwrap(
+        await partners.setKey(request.params.partner_id, request.body.public_key_pem, auditNote(request)),
+      ),
   );
 
-  app.put<{ Params: { partner_id: string }; Body: { allowed_ips: string[] } }>(
+  app.get<{ Params: { partner_id: string } }>(
+    "/admin/partners/:partner_id/keys",
+    { schema: { params: PartnerIdParams, response: { 200: AdminPartnerKeyListSchema } } },
+    async (request) => {
+      const result: PartnerKeysResult = await partners.listKeys(request.params.partner_id);
+      if (!result.ok) throw refusal(result);
+      return { items: result.keys };
+    },
+  );
+
+  app.post<{ Params: { partner_id: string }; Body: PartnerKeyAddBody }>(
+    "/admin/partners/:partner_id/keys",
+    { schema: { params: PartnerIdParams, body: PartnerKeyAddBody, response: { 201: OneKey } } },
+    async (request, reply) => {
+      const { label, public_key_pem } = request.body;
+      const out = unwrapKey(
+        await partners.addKey(request.params.partner_id, label, public_key_pem, auditNote(request)),
+      );
+      return reply.code(201).send(out);
+    },
+  );
+
+  app.delete<{ Params: { partner_id: string; key_id: string } }>(
+    "/admin/partners/:partner_id/keys/:key_id",
+    { schema: { params: PartnerKeyParams, response: { 200: OneKey } } },
+    async (request) =>
+      unwrapKey(
+        await partners.retireKey(request.params.partner_id, request.params.key_id, auditNote(request)),
+      ),
+  );
+
+  app.put<{ Params: { partner_id: string }; Body: PartnerIpsBody }>(
     "/admin/partners/:partner_id/ips",
     {
       schema: {
         params: PartnerIdParams,
-        body: Type.Object(
-          { allowed_ips: Type.Array(Type.String({ maxLength: 64 }), { maxItems: 256 }) },
-          { additionalProperties: false },
-        ),
+        body: PartnerIpsBody,
+        response: { 200: One },
       },
     },
-    async (request) => unwrap(await partners.setIps(request.params.partner_id, request.body.allowed_ips)),
+    async (request) =>
+      unwrap(await partners.setIps(request.params.partner_id, request.body.allowed_ips, auditNote(request))),
   );
 
-  app.put<{ Params: { partner_id: string }; Body: { active: boolean } }>(
+  // The partner's rate-limit budgets (docs/decisions.md, "Rate limits").
+  app.put<{ Params: { partner_id: string }; Body: PartnerLimitsBody }>(
+    "/admin/partners/:partner_id/limits",
+    { schema: { params: PartnerIdParams, body: PartnerLimitsBody, response: { 200: One } } },
+    async (request) =>
+      unwrap(await partners.setRateLimits(request.params.partner_id, request.body, auditNote(request))),
+  );
+
+  app.put<{ Params: { partner_id: string }; Body: PartnerActiveBody }>(
     "/admin/partners/:partner_id/active",
     {
       schema: {
         params: PartnerIdParams,
-        body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
+        body: PartnerActiveBody,
+        response: { 200: One },
       },
     },
-    async (request) => unwrap(await partners.setActive(request.params.partner_id, request.body.active)),
+    async (request) =>
+      unwrap(
+        await partners.setActive(
+          request.params.partner_id,
+          request.body.active,
+          auditNote(request, request.body.reason),
+        ),
+      ),
   );
 }

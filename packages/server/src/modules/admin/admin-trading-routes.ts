@@ -4,20 +4,23 @@
 import { type FieldError, ONE, parseDecimal } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
+import { auditNote, reasonRequired } from "../../http/admin-access.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
-import type { Services } from "../../services.ts";
+import { isUuid } from "../../platform/uuid.ts";
 import {
+  AdminPairSchema,
+  AdminPartnerFeesSchema,
+  AdminPartnerPairSchema,
   type AdminResult,
-  resumeFeed,
-  setPartnerFees,
-  setPartnerPair,
-  setPrice,
-  upsertPair,
-} from "../trading/trading-admin.ts";
+  PairChangesBody,
+  PairPriceBody,
+  PartnerFeesChangesBody,
+  PartnerPairChangesBody,
+  type TradingAdminService,
+} from "../trading/index.ts";
 
-const DecimalText = Type.String({ minLength: 1, maxLength: 64 });
-const NullableDecimalText = Type.Union([DecimalText, Type.Null()]);
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const PairParams = Type.Object({ pair_id: Type.String({ maxLength: 32 }) });
+const OnePair = Type.Object({ result: AdminPairSchema });
 
 function decimal(value: string, field: string, rule: (v: bigint) => boolean, ruleText: string): bigint {
   const v = parseDecimal(value);
@@ -65,78 +68,63 @@ function unwrap<T>(r: AdminResult<T>): { result: T } {
       throw validationError([
         { loc: ["body", "sell"], msg: "Prices need buy >= sell > 0", type: "value_error" },
       ]);
+    case "reason_required":
+      throw reasonRequired();
+    case "no_price_feed":
+      throw validationError([
+        {
+          loc: ["body"],
+          msg: "No price feed runs (PRICE_FEED=manual): there is no feed to hand the pair back to; set its prices by hand instead",
+          type: "value_error",
+        },
+      ]);
   }
 }
 
-export function adminTradingRoutes(app: FastifyInstance, services: Services): void {
-  const { db } = services.database;
+/** What the trading routes of the admin API use. */
+export interface AdminTradingDeps {
+  readonly tradingAdmin: TradingAdminService;
+}
 
-  app.put<{
-    Params: { pair_id: string };
-    Body: {
-      tradable?: boolean;
-      min_volume?: string;
-      max_volume?: string;
-      lifetime_s?: number;
-      fee_rate?: string;
-    };
-  }>(
+export function adminTradingRoutes(app: FastifyInstance, { tradingAdmin }: AdminTradingDeps): void {
+  app.put<{ Params: { pair_id: string }; Body: PairChangesBody }>(
     "/admin/pairs/:pair_id",
-    {
-      schema: {
-        params: Type.Object({ pair_id: Type.String({ maxLength: 32 }) }),
-        body: Type.Object(
-          {
-            tradable: Type.Optional(Type.Boolean()),
-            min_volume: Type.Optional(DecimalText),
-            max_volume: Type.Optional(DecimalText),
-            lifetime_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
-            fee_rate: Type.Optional(DecimalText),
-          },
-          { additionalProperties: false },
-        ),
-      },
-    },
+    { schema: { params: PairParams, body: PairChangesBody, response: { 200: OnePair } } },
     async (request) => {
       const b = request.body;
       const nonNegative = (v: string, f: string) =>
         decimal(v, f, (x) => x >= 0n, "a decimal >= 0 with at most 8 places");
       return unwrap(
-        await upsertPair(db, request.params.pair_id, {
-          ...(b.tradable === undefined ? {} : { tradable: b.tradable }),
-          ...(b.min_volume === undefined ? {} : { minVolume: nonNegative(b.min_volume, "min_volume") }),
-          ...(b.max_volume === undefined ? {} : { maxVolume: nonNegative(b.max_volume, "max_volume") }),
-          ...(b.lifetime_s === undefined ? {} : { lifetimeSeconds: b.lifetime_s }),
-          ...(b.fee_rate === undefined ? {} : { feeRate: rate(b.fee_rate, "fee_rate") }),
-        }),
+        await tradingAdmin.upsertPair(
+          request.params.pair_id,
+          {
+            ...(b.tradable === undefined ? {} : { tradable: b.tradable }),
+            ...(b.min_volume === undefined ? {} : { minVolume: nonNegative(b.min_volume, "min_volume") }),
+            ...(b.max_volume === undefined ? {} : { maxVolume: nonNegative(b.max_volume, "max_volume") }),
+            ...(b.lifetime_s === undefined ? {} : { lifetimeSeconds: b.lifetime_s }),
+            ...(b.fee_rate === undefined ? {} : { feeRate: rate(b.fee_rate, "fee_rate") }),
+          },
+          auditNote(request),
+        ),
       );
     },
   );
 
-  app.put<{ Params: { pair_id: string }; Body: { buy: string; sell: string; at?: string } }>(
+  app.put<{ Params: { pair_id: string }; Body: PairPriceBody }>(
     "/admin/pairs/:pair_id/price",
-    {
-      schema: {
-        params: Type.Object({ pair_id: Type.String({ maxLength: 32 }) }),
-        body: Type.Object(
-          { buy: DecimalText, sell: DecimalText, at: Type.Optional(Type.String({ format: "date-time" })) },
-          { additionalProperties: false },
-        ),
-      },
-    },
+    { schema: { params: PairParams, body: PairPriceBody, response: { 200: OnePair } } },
     async (request) => {
       const positive = (v: string, f: string) =>
         decimal(v, f, (x) => x > 0n, "a decimal > 0 with at most 8 places");
       const b = request.body;
       const at = b.at === undefined ? null : Date.parse(b.at);
       return unwrap(
-        await setPrice(
-          db,
-          services.clock,
+        await tradingAdmin.setPrice(
           request.params.pair_id,
           positive(b.buy, "buy"),
           positive(b.sell, "sell"),
           at,
+          auditNote(request, b.reason),
         ),
       );
     },
@@ -144,13 +132,13 @@ export function adminTradingRoutes(app: FastifyInstance, services: Services): vo
 
   app.post<{ Params: { pair_id: string } }>(
     "/admin/pairs/:pair_id/resume",
-    { schema: { params: Type.Object({ pair_id: Type.String({ maxLength: 32 }) }) } },
-    async (request) => unwrap(await resumeFeed(db, request.params.pair_id)),
+    { schema: { params: PairParams, response: { 200: OnePair } } },
+    async (request) => unwrap(await tradingAdmin.resumeFeed(request.params.pair_id, auditNote(request))),
   );
 
   app.put<{
     Params: { partner_id: string; pair_id: string };
-    Body: { available?: boolean; fee_rate?: string | null };
+    Body: PartnerPairChangesBody;
   }>(
     "/admin/partners/:partner_id/pairs/:pair_id",
     {
@@ -159,46 +147,44 @@ export function adminTradingRoutes(app: FastifyInstance, services: Services): vo
           partner_id: Type.String({ maxLength: 64 }),
           pair_id: Type.String({ maxLength: 32 }),
         }),
-        body: Type.Object(
-          { available: Type.Optional(Type.Boolean()), fee_rate: Type.Optional(NullableDecimalText) },
-          { additionalProperties: false },
-        ),
+        body: PartnerPairChangesBody,
+        response: { 200: Type.Object({ result: AdminPartnerPairSchema }) },
       },
     },
     async (request) => {
       const { partner_id, pair_id } = request.params;
-      if (!uuid.test(partner_id)) throw new HttpError("not_found");
+      if (!isUuid(partner_id)) throw new HttpError("not_found");
       const b = request.body;
       return unwrap(
-        await setPartnerPair(db, partner_id, pair_id, {
-          ...(b.available === undefined ? {} : { available: b.available }),
-          ...(b.fee_rate === undefined
-            ? {}
-            : { feeRate: b.fee_rate === null ? null : rate(b.fee_rate, "fee_rate") }),
-        }),
+        await tradingAdmin.setPartnerPair(
+          partner_id,
+          pair_id,
+          {
+            ...(b.available === undefined ? {} : { available: b.available }),
+            ...(b.fee_rate === undefined
+              ? {}
+              : { feeRate: b.fee_rate === null ? null : rate(b.fee_rate, "fee_rate") }),
+          },
+          auditNote(request),
+        ),
       );
     },
   );
 
   app.put<{
     Params: { partner_id: string };
-    Body: { fee_rate?: string | null; vat_percentage?: string | null };
+    Body: PartnerFeesChangesBody;
   }>(
     "/admin/partners/:partner_id/fees",
     {
       schema: {
         params: Type.Object({ partner_id: Type.String({ maxLength: 64 }) }),
-        body: Type.Object(
-          {
-            fee_rate: Type.Optional(NullableDecimalText),
-            vat_percentage: Type.Optional(NullableDecimalText),
-          },
-          { additionalProperties: false },
-        ),
+        body: PartnerFeesChangesBody,
+        response: { 200: Type.Object({ result: AdminPartnerFeesSchema }) },
       },
     },
     async (request) => {
-      if (!uuid.test(request.params.partner_id)) throw new HttpError("not_found");
+      if (!isUuid(request.params.partner_id)) throw new HttpError("not_found");
       const b = request.body;
       const vat = (v: string) =>
         decimal(
@@ -208,14 +194,18 @@ export function adminTradingRoutes(app: FastifyInstance, services: Services): vo
           "a percentage from 0 to 100 with at most 4 decimals",
         );
       return unwrap(
-        await setPartnerFees(db, request.params.partner_id, {
-          ...(b.fee_rate === undefined
-            ? {}
-            : { feeRate: b.fee_rate === null ? null : rate(b.fee_rate, "fee_rate") }),
-          ...(b.vat_percentage === undefined
-            ? {}
-            : { vatPercentage: b.vat_percentage === null ? null : vat(b.vat_percentage) }),
-        }),
+        await tradingAdmin.setPartnerFees(
+          request.params.partner_id,
+          {
+            ...(b.fee_rate === undefined
+              ? {}
+              : { feeRate: b.fee_rate === null ? null : rate(b.fee_rate, "fee_rate") }),
+            ...(b.vat_percentage === undefined
+              ? {}
+              : { vatPercentage: b.vat_percentage === null ? null : vat(b.vat_percentage) }),
+          },
+          auditNote(request),
+        ),
       );
     },
   );

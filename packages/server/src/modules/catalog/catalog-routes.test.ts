@@ -1,4 +1,5 @@
-// Spec §4.1 and §4.2 (asset pairs), DESIGN "Responses the spec leaves open" and "Wire format".
+// The public catalog and the signed asset-pair endpoints (docs/decisions.md, "Responses the
+// contract leaves open" and "Wire").
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -14,7 +15,7 @@ describe("catalog endpoints", () => {
     await ctx.close();
   });
 
-  test("GET /v1/public/assets lists every asset with the spec's fields and flags", async () => {
+  test("GET /v1/public/assets lists every asset with the contract's fields and flags", async () => {
     const res = await ctx.app.inject({ method: "GET", url: "/v1/public/assets" });
     assert.equal(res.statusCode, 200);
     const items = res.json().items as Record<string, unknown>[];

@@ -1,4 +1,4 @@
-// Public catalog endpoints (spec §4.1) and the signed asset-pair endpoints (§4.2).
+// Public catalog endpoints and the signed asset-pair endpoints.
 
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";

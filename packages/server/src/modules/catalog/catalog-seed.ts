@@ -1,7 +1,8 @@
-// The catalog a fresh installation starts with (DESIGN "Running"). Seeding inserts what is missing
+// The catalog a fresh installation starts with (docs/operations.md). Seeding inserts what is missing
 // and never overwrites what the operator changed.
 
 import type { Db } from "../../db/database.ts";
+import { insertCatalogRows } from "./catalog-store.ts";
 
 /** ISO 3166-1 alpha-2, lower case. */
 const isoCountries =
@@ -75,39 +76,24 @@ export const seedPairs: readonly SeedPair[] = [
   { base: "SOL", quote: "USD", buy: "180.25", sell: "179.89", min: "0.01", max: "10000" },
 ];
 
+/** Inserts the seed catalog; rows already there (by id) are left as they are. */
 export async function seedCatalog(db: Db, countryName: (id: string) => string): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    await tx
-      .insertInto("countries")
-      .values(
-        countryIds.map((id) => ({
-          id,
-          name: countryName(id),
-          supported: !restrictedCountryIds.includes(id),
-        })),
-      )
-      .onConflict((oc) => oc.column("id").doNothing())
-      .execute();
-    await tx
-      .insertInto("assets")
-      .values(seedAssets.map((a) => ({ ...a })))
-      .onConflict((oc) => oc.column("id").doNothing())
-      .execute();
-    await tx
-      .insertInto("asset_pairs")
-      .values(
-        seedPairs.map((p) => ({
-          id: `${p.base}-${p.quote}`,
-          base_id: p.base,
-          quote_id: p.quote,
-          buy: p.buy,
-          sell: p.sell,
-          min_volume: p.min,
-          max_volume: p.max,
-        })),
-      )
-      .onConflict((oc) => oc.column("id").doNothing())
-      .execute();
+  await insertCatalogRows(db, {
+    countries: countryIds.map((id) => ({
+      id,
+      name: countryName(id),
+      supported: !restrictedCountryIds.includes(id),
+    })),
+    assets: seedAssets.map((a) => ({ ...a })),
+    pairs: seedPairs.map((p) => ({
+      id: `${p.base}-${p.quote}`,
+      base_id: p.base,
+      quote_id: p.quote,
+      buy: p.buy,
+      sell: p.sell,
+      min_volume: p.min,
+      max_volume: p.max,
+    })),
   });
 }
 

@@ -2,7 +2,7 @@
 
 import type { Db } from "../../db/database.ts";
 import * as store from "./catalog-store.ts";
-import { assetView, pairView } from "./catalog-views.ts";
+import { assetView, type CountryView, pairView } from "./catalog-views.ts";
 
 export class CatalogService {
   readonly #db: Db;
@@ -19,12 +19,12 @@ export class CatalogService {
     return a ? assetView(a) : null;
   }
 
-  async listCountries() {
+  async listCountries(): Promise<CountryView[]> {
     return store.listCountries(this.#db);
   }
 
   /** A country the service supports; restricted ones are absent from the public catalog. */
-  async getCountry(id: string) {
+  async getCountry(id: string): Promise<CountryView | null> {
     const c = await store.findCountry(this.#db, id);
     return c?.supported ? { id: c.id, name: c.name } : null;
   }

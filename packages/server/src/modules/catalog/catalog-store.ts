@@ -1,6 +1,9 @@
 // Queries on the catalog: countries, assets, asset pairs and their per-partner availability.
 
+import type { Insertable } from "kysely";
 import type { Db } from "../../db/database.ts";
+import { moneyToPg } from "../../db/numeric.ts";
+import type { AssetPairsTable, AssetsTable, CountriesTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 
 type Q = Db | Tx;
@@ -26,6 +29,31 @@ export async function findAsset(db: Q, id: string) {
   return db.selectFrom("assets").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** An asset's stored fields, its USD rate at scale 8 (null: none). */
+export type AssetFields = Omit<Insertable<AssetsTable>, "usd_rate"> & { usd_rate: bigint | null };
+
+export async function insertAsset(db: Q, a: AssetFields) {
+  return db
+    .insertInto("assets")
+    .values({ ...a, usd_rate: a.usd_rate === null ? null : moneyToPg(a.usd_rate) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Changes the given fields of an existing asset (at least one). */
+export async function updateAsset(db: Q, id: string, changes: Partial<Omit<AssetFields, "id">>) {
+  const { usd_rate, ...rest } = changes;
+  return db
+    .updateTable("assets")
+    .set({
+      ...rest,
+      ...(usd_rate === undefined ? {} : { usd_rate: usd_rate === null ? null : moneyToPg(usd_rate) }),
+    })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /** Pairs a partner may see: all pairs except those withheld from it. */
 function pairsForPartner(db: Q, partnerId: string) {
   return db
@@ -43,4 +71,32 @@ export async function listPairsForPartner(db: Q, partnerId: string) {
 
 export async function findPairForPartner(db: Q, partnerId: string, pairId: string) {
   return pairsForPartner(db, partnerId).where("p.id", "=", pairId).executeTakeFirst();
+}
+
+/** Inserts catalog rows in one transaction; a row whose id is already there is left as it is. */
+export async function insertCatalogRows(
+  db: Db,
+  rows: {
+    countries: Insertable<CountriesTable>[];
+    assets: Insertable<AssetsTable>[];
+    pairs: Insertable<AssetPairsTable>[];
+  },
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto("countries")
+      .values(rows.countries)
+      .onConflict((oc) => oc.column("id").doNothing())
+      .execute();
+    await tx
+      .insertInto("assets")
+      .values(rows.assets)
+      .onConflict((oc) => oc.column("id").doNothing())
+      .execute();
+    await tx
+      .insertInto("asset_pairs")
+      .values(rows.pairs)
+      .onConflict((oc) => oc.column("id").doNothing())
+      .execute();
+  });
 }

@@ -1,17 +1,37 @@
 // Prices come from a feed behind one small port. The simulated feed walks each pair's mid price
 // around its seeded value (bounded to ±20%), keeps the pair's spread ratio, and ticks once a
-// second; it is reproducible from a seed. Pairs the operator pinned by hand are left alone.
+// second; it is reproducible from a seed. Pairs the operator pinned by hand are left alone until
+// they are resumed, which writes the feed's price for the pair at once (docs/decisions.md,
+// "Prices").
 
-import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
-import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
-import { isoFromMs } from "../../db/time.ts";
+import { inTransaction, type Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
+import {
+  findPairPrice,
+  type PairPrice,
+  type PairRow,
+  resumePairPrice,
+  unpinnedPairPrices,
+  writeFeedPrices,
+} from "./price-feed-store.ts";
+
+export type { PairRow } from "./price-feed-store.ts";
 
 export interface PriceFeed {
   start(): void;
   stop(): Promise<void>;
+  /**
+   * Hands a pair back to the feed: in one statement, unpins it and writes the feed's current
+   * price for it, stamped with the time the feed took that price. So the pair is never unpinned
+   * with the operator's old tick (stale) nor with the operator's price presented as new. The
+   * updated row; undefined when there is no such pair.
+   */
+  resume(pairId: string, then?: ResumeHook): Promise<PairRow | undefined>;
 }
+
+/** Runs in the resume's transaction, after the pair is unpinned (the audit trail's entry). */
+export type ResumeHook = (tx: Tx, before: PairPrice, after: PairRow) => Promise<void>;
 
 /** mulberry32: a small, fast, seedable generator; quality is ample for a price simulation. */
 export function seededRandom(seed: number): () => number {
@@ -65,43 +85,61 @@ export class SimulatedPriceFeed implements PriceFeed {
     await this.#running;
   }
 
+  /**
+   * The feed's next tick for one pair, now: one step of its walk (from where the walk stands, or,
+   * for a pair the feed has never priced, from the pair's current prices), written together with
+   * the unpinning. Runs after any tick under way, never beside one.
+   */
+  resume(pairId: string, then?: ResumeHook): Promise<PairRow | undefined> {
+    const done = this.#running.then(() => this.#resume(pairId, then));
+    this.#running = done.then(
+      () => {},
+      () => {},
+    );
+    return done;
+  }
+
+  async #resume(pairId: string, then?: ResumeHook): Promise<PairRow | undefined> {
+    return inTransaction(this.#db, async (tx) => {
+      const pair = await findPairPrice(tx, pairId);
+      if (pair === undefined) return undefined;
+      const row = await resumePairPrice(tx, this.#step(pair), this.#clock.nowMs());
+      if (row !== undefined && then !== undefined) await then(tx, pair, row);
+      return row;
+    });
+  }
+
   /** One step of the walk for every pair not pinned by the operator. */
   async tick(): Promise<void> {
-    const pairs = await this.#db
-      .selectFrom("asset_pairs")
-      .select(["id", "buy", "sell"])
-      .where("price_pinned", "=", false)
-      .orderBy("id")
-      .execute();
+    const pairs = await unpinnedPairPrices(this.#db);
     if (pairs.length === 0) return;
-    const rows = pairs.map((p) => {
-      const buy = moneyFromPg(p.buy);
-      const sell = moneyFromPg(p.sell);
-      let walk = this.#walks.get(p.id);
-      if (walk === undefined) {
-        const mid = (buy + sell) / 2n;
-        walk = {
-          anchorMid: mid,
-          mid,
-          halfSpreadPpm: mid > 0n ? ((buy - sell) * 1_000_000n) / (2n * mid) : 0n,
-        };
-        this.#walks.set(p.id, walk);
-      }
-      const stepPpm = BigInt(Math.floor((this.#random() * 2 - 1) * Number(stepPpmMax)));
-      let mid = walk.mid + (walk.mid * stepPpm) / 1_000_000n;
-      const lo = walk.anchorMid - (walk.anchorMid * boundPpm) / 1_000_000n;
-      const hi = walk.anchorMid + (walk.anchorMid * boundPpm) / 1_000_000n;
-      mid = mid < lo ? lo : mid > hi ? hi : mid;
-      walk.mid = mid;
-      const half = (mid * walk.halfSpreadPpm) / 1_000_000n;
-      return { id: p.id, buy: moneyToPg(mid + half), sell: moneyToPg(mid - half > 0n ? mid - half : 1n) };
-    });
-    const at = isoFromMs(this.#clock.nowMs());
-    await sql`
-      UPDATE asset_pairs AS p
-      SET buy = v.buy::numeric, sell = v.sell::numeric, price_at = ${at}::timestamptz
-      FROM (VALUES ${sql.join(rows.map((r) => sql`(${r.id}, ${r.buy}, ${r.sell})`))}) AS v(id, buy, sell)
-      WHERE p.id = v.id AND p.price_pinned = false
-    `.execute(this.#db);
+    await writeFeedPrices(
+      this.#db,
+      pairs.map((p) => this.#step(p)),
+      this.#clock.nowMs(),
+    );
+  }
+
+  /** One step of the pair's walk: its next buy and sell. */
+  #step(p: PairPrice): PairPrice {
+    const { buy, sell } = p;
+    let walk = this.#walks.get(p.id);
+    if (walk === undefined) {
+      const mid = (buy + sell) / 2n;
+      walk = {
+        anchorMid: mid,
+        mid,
+        halfSpreadPpm: mid > 0n ? ((buy - sell) * 1_000_000n) / (2n * mid) : 0n,
+      };
+      this.#walks.set(p.id, walk);
+    }
+    const stepPpm = BigInt(Math.floor((this.#random() * 2 - 1) * Number(stepPpmMax)));
+    let mid = walk.mid + (walk.mid * stepPpm) / 1_000_000n;
+    const lo = walk.anchorMid - (walk.anchorMid * boundPpm) / 1_000_000n;
+    const hi = walk.anchorMid + (walk.anchorMid * boundPpm) / 1_000_000n;
+    mid = mid < lo ? lo : mid > hi ? hi : mid;
+    walk.mid = mid;
+    const half = (mid * walk.halfSpreadPpm) / 1_000_000n;
+    return { id: p.id, buy: mid + half, sell: mid - half > 0n ? mid - half : 1n };
   }
 }

@@ -1,8 +1,9 @@
-// The one check every module that acts for a client runs first (spec §3.1, §3.2, §7.3): the client
+// The one check every module that acts for a client runs first (docs/reference.md §3.1, §3.2, §7.3): the client
 // must be the calling partner's (2008), verified (2009) and active (2010), in that order.
 
 import type { Db } from "../../db/database.ts";
 import type { Tx } from "../../db/transaction.ts";
+import { findClientStanding } from "./clients-store.ts";
 
 export interface ClientRef {
   id: number;
@@ -15,22 +16,13 @@ export type ClientCheck =
   | { ok: true; client: ClientRef }
   | { ok: false; error: "invalid_client" | "client_not_verified" | "client_deactivated" };
 
-async function find(db: Db | Tx, partnerId: string, partnerClientId: string) {
-  return db
-    .selectFrom("clients")
-    .select(["id", "partner_client_id", "status", "active"])
-    .where("partner_id", "=", partnerId)
-    .where("partner_client_id", "=", partnerClientId)
-    .executeTakeFirst();
-}
-
 /** The partner's client, whatever its status: for reads (balances, orders, documents). Errors: 2008. */
 export async function lookUpClient(
   db: Db | Tx,
   partnerId: string,
   partnerClientId: string,
 ): Promise<ClientLookup> {
-  const row = await find(db, partnerId, partnerClientId);
+  const row = await findClientStanding(db, partnerId, partnerClientId);
   if (row === undefined) return { ok: false, error: "invalid_client" };
   return { ok: true, client: { id: row.id, partnerClientId: row.partner_client_id } };
 }
@@ -54,5 +46,5 @@ export async function checkClientCanTransact(
   partnerId: string,
   partnerClientId: string,
 ): Promise<ClientCheck> {
-  return judgeClient(await find(db, partnerId, partnerClientId));
+  return judgeClient(await findClientStanding(db, partnerId, partnerClientId));
 }

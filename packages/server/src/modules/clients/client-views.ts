@@ -1,83 +1,60 @@
-// The client as every client endpoint returns it (spec §2.1), and its schema: one definition for
+// The client as every client endpoint returns it (docs/reference.md §2.1), and its schema: one definition for
 // serialisation and the OpenAPI document.
 
 import type { Selectable } from "kysely";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import type { ClientsTable } from "../../db/schema.ts";
-import { accountPurposes, clientStatuses, employmentStatuses } from "./clients-validation.ts";
+import { pageSchema } from "../../platform/wire-schemas.ts";
+import { accountPurposes, accountTypes, clientStatuses, employmentStatuses } from "./clients-validation.ts";
 
 export type ClientRow = Selectable<ClientsTable>;
 
 const nullableString = () => Type.Union([Type.String(), Type.Null()]);
 
-export const ClientSchema = Type.Object({
-  id: Type.Integer(),
-  partner_client_id: Type.String(),
-  account_type: Type.Enum(["personal", "corporate"]),
-  name: nullableString(),
-  birth_date: Type.String({ format: "date" }),
-  status: Type.Enum(clientStatuses),
-  active: Type.Boolean(),
-  email: Type.String(),
-  phone: Type.String(),
-  residency_id: Type.String(),
-  citizenship_id: Type.String(),
-  place_of_birth_id: Type.String(),
-  national_number: nullableString(),
-  government_id_number: Type.String(),
-  government_id_doe: Type.String({ format: "date" }),
-  residency_visa_number: nullableString(),
-  residency_visa_doe: nullableString(),
-  address: Type.Object({
-    street: Type.String(),
-    city: Type.String(),
-    postal_code: Type.String(),
-    unit: Type.String(),
-  }),
-  employment: Type.Object({
-    status: Type.Enum(employmentStatuses),
-    company: nullableString(),
-    job_industry: nullableString(),
-    job_level: nullableString(),
-    job_title: nullableString(),
-  }),
-  trading_volume: Type.String(),
-  account_purpose: Type.Array(Type.Enum(accountPurposes)),
-  created_at: Type.String({ format: "date-time" }),
-  verified_at: nullableString(),
-});
+export const ClientSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    partner_client_id: Type.String(),
+    account_type: Type.Enum(accountTypes),
+    name: nullableString(),
+    birth_date: Type.String({ format: "date" }),
+    status: Type.Enum(clientStatuses),
+    active: Type.Boolean(),
+    email: Type.String(),
+    phone: Type.String(),
+    residency_id: Type.String(),
+    citizenship_id: Type.String(),
+    place_of_birth_id: Type.String(),
+    national_number: nullableString(),
+    government_id_number: Type.String(),
+    government_id_doe: Type.String({ format: "date" }),
+    residency_visa_number: nullableString(),
+    residency_visa_doe: nullableString(),
+    address: Type.Object({
+      street: Type.String(),
+      city: Type.String(),
+      postal_code: Type.String(),
+      unit: Type.String(),
+    }),
+    employment: Type.Object({
+      status: Type.Enum(employmentStatuses),
+      company: nullableString(),
+      job_industry: nullableString(),
+      job_level: nullableString(),
+      job_title: nullableString(),
+    }),
+    trading_volume: Type.String(),
+    account_purpose: Type.Array(Type.Enum(accountPurposes)),
+    created_at: Type.String({ format: "date-time" }),
+    verified_at: nullableString(),
+  },
+  { $id: "Client" },
+);
 
-export interface ClientView {
-  id: number;
-  partner_client_id: string;
-  account_type: "personal" | "corporate";
-  name: string | null;
-  birth_date: string;
-  status: ClientRow["status"];
-  active: boolean;
-  email: string;
-  phone: string;
-  residency_id: string;
-  citizenship_id: string;
-  place_of_birth_id: string;
-  national_number: string | null;
-  government_id_number: string;
-  government_id_doe: string;
-  residency_visa_number: string | null;
-  residency_visa_doe: string | null;
-  address: { street: string; city: string; postal_code: string; unit: string };
-  employment: {
-    status: ClientRow["employment"]["status"];
-    company: string | null;
-    job_industry: string | null;
-    job_level: string | null;
-    job_title: string | null;
-  };
-  trading_volume: string;
-  account_purpose: string[];
-  created_at: string;
-  verified_at: string | null;
-}
+export type ClientView = Static<typeof ClientSchema>;
+
+export const ClientPageSchema = pageSchema("ClientPage", ClientSchema);
+export type ClientPage = Static<typeof ClientPageSchema>;
 
 export function clientView(row: ClientRow): ClientView {
   return {

@@ -1,5 +1,5 @@
-// Spec §2.1, §3.1, §4.6, §7.2, §7.3, §8 on POST /v1/partner/clients; DESIGN "Order of checks",
-// "Edge decisions", "Hardening decisions", "Clients and documents". Every failure is checked to
+// docs/reference.md §2.1, §3.1, §4.6, §7.2, §7.3, §8 on POST /v1/partner/clients; docs/errors.md
+// "Order of checks"; docs/decisions.md "Hardening", "Clients and documents", "Point by point". Every failure is checked to
 // have changed nothing.
 
 import assert from "node:assert/strict";
@@ -174,7 +174,7 @@ describe("POST /v1/partner/clients", () => {
     );
   });
 
-  test("null where the spec does not allow it, and wrong JSON types: 422", async () => {
+  test("null where the contract does not allow it, and wrong JSON types: 422", async () => {
     for (const field of ["partner_client_id", "email", "phone", "government_id_number", "trading_volume"]) {
       await expect422(fresh({ [field]: null }), [[["body", field], "string_type"]], `${field} null`);
     }
@@ -207,7 +207,7 @@ describe("POST /v1/partner/clients", () => {
     ]);
   });
 
-  test("§8 string fields: 255 characters are accepted and stored whole, 256 are a 422 string_too_long", async () => {
+  test("string fields (docs/reference.md §8): 255 characters are accepted and stored whole, 256 are a 422 string_too_long", async () => {
     const paths: Loc[] = [
       ["name"],
       ["partner_client_id"],

@@ -1,6 +1,7 @@
-// Spec §3.2, §4.6, §7.2, §8 (pagination) and rule 8 of §1 (isolation) on GET
-// /v1/partner/clients/{id}/, PUT …/activation and GET /v1/partner/clients; DESIGN "Responses the
-// spec leaves open" (list filters), "Edge decisions" (trailing slash, inclusive datetimes).
+// docs/reference.md §3.2, §4.6, §7.2, §8 (pagination) and §1 rule 8 (isolation) on GET
+// /v1/partner/clients/{id}/, PUT …/activation and GET /v1/partner/clients; docs/decisions.md
+// "Responses the contract leaves open" and "Clients and documents" (list filters, trailing
+// slash, inclusive datetimes).
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

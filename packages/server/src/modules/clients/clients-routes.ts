@@ -1,14 +1,14 @@
-// The partner's client endpoints (spec §4.6). Client paths exist only as written: with their
+// The partner's client endpoints (docs/reference.md §4.6). Client paths exist only as written: with their
 // trailing slash (GET/PUT …/{id}/) and without one for /activation; any other form is a 404.
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Type } from "typebox";
-import type { ClientStatus } from "../../db/schema.ts";
+import { type Static, Type } from "typebox";
+import { limits } from "../../config/limits.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { datetimeParam, PageQuery } from "../../http/query-schemas.ts";
 import { toFieldErrors } from "../../http/validation.ts";
-import { ClientSchema } from "./client-views.ts";
+import { ClientPageSchema, ClientSchema } from "./client-views.ts";
 import type { ClientsService } from "./clients-service.ts";
 import {
   ActivationBody,
@@ -30,13 +30,7 @@ const ListQuery = Type.Object({
   ...PageQuery,
 });
 
-interface ListQueryType {
-  status?: ClientStatus[];
-  from_datetime?: string;
-  to_datetime?: string;
-  page?: number;
-  page_size?: number;
-}
+type ListQueryType = Static<typeof ListQuery>;
 
 /** The schema's errors, when the route validated with attachValidation; none otherwise. */
 function schemaErrors(request: FastifyRequest) {
@@ -57,7 +51,7 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
         summary: "Onboard a client",
         description:
           "Creates a personal client, verified and active. Employment fields are required or " +
-          "forbidden by employment.status (spec §2.1); residency visa fields are required when " +
+          "forbidden by employment.status; residency visa fields are required when " +
           "residency_id differs from citizenship_id (2025).",
         body: ClientCreateBody,
         response: {
@@ -103,12 +97,7 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
           "inclusive (a datetime without an offset is UTC).",
         querystring: ListQuery,
         response: {
-          200: Type.Object({
-            items: Type.Array(ClientSchema),
-            total: Type.Integer(),
-            page: Type.Integer(),
-            page_size: Type.Integer(),
-          }),
+          200: ClientPageSchema,
         },
       },
     },
@@ -119,7 +108,7 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
         from: datetimeParam("from_datetime", q.from_datetime),
         to: datetimeParam("to_datetime", q.to_datetime),
         page: q.page ?? 1,
-        pageSize: q.page_size ?? 10,
+        pageSize: q.page_size ?? limits.pageSizeDefault,
       });
     },
   );
@@ -137,9 +126,9 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
       },
     },
     async (request) => {
-      const client = await clients.get(request.partnerId!, request.params.partner_client_id);
-      if (client === null) throw new HttpError("invalid_client");
-      return { result: client };
+      const found = await clients.show(request.partnerId!, request.params.partner_client_id);
+      if (!found.ok) throw new HttpError(found.error);
+      return { result: found.client };
     },
   );
 
@@ -209,8 +198,10 @@ export function clientsRoutes(app: FastifyInstance, clients: ClientsService): vo
         request.partnerId!,
         request.params.partner_client_id,
         request.body.active,
+        null,
       );
-      if (!result.ok) throw new HttpError(result.error);
+      // Without an operator's note no reason is asked for: the only failure is 2008.
+      if (!result.ok) throw new HttpError("invalid_client");
       return reply.code(204).send();
     },
   );

@@ -1,19 +1,25 @@
-// Client use cases (spec §2.1, §3.1, §3.2, §4.6): onboarding, reading, full-replacement update,
+// Client use cases (docs/reference.md §2.1, §3.1, §3.2, §4.6): onboarding, reading, full-replacement update,
 // the active flag, the list; and the operator's compliance actions (status, active). Expected
 // failures are returned as values named after the error catalog; routes map them to HTTP.
 
 import type { Db } from "../../db/database.ts";
+import { databaseError } from "../../db/errors.ts";
 import type { ClientStatus } from "../../db/schema.ts";
 import { isoFromMs } from "../../db/time.ts";
-import { pgConstraint, pgErrorCode } from "../../db/transaction.ts";
+import { inTransaction, type Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
-import { type ClientRow, type ClientView, clientView } from "./client-views.ts";
+import { isUuid } from "../../platform/uuid.ts";
+import { type AuditNote, missingReason, recordAudit } from "../audit/index.ts";
+import { type ClientEventRecord, recordClientEvent } from "../events/index.ts";
+import { type ClientPage, type ClientRow, type ClientView, clientView } from "./client-views.ts";
 import {
   type Conflicts,
   findClient,
+  findClientForUpdate,
   findConflicts,
   insertClient,
   listClients,
+  searchClients,
   supportedCountries,
   updateClient,
 } from "./clients-store.ts";
@@ -50,12 +56,7 @@ export interface ClientListQuery {
   pageSize: number;
 }
 
-export interface ClientPage {
-  items: ClientView[];
-  total: number;
-  page: number;
-  page_size: number;
-}
+export type { ClientPage };
 
 /** The unique constraints of migration 0002, and the code a violation of each reports. */
 const uniqueConstraints: Record<string, DuplicateError> = {
@@ -67,11 +68,11 @@ const uniqueConstraints: Record<string, DuplicateError> = {
 
 /** The code of a unique violation that a concurrent request won, or null for any other failure. */
 export function duplicateOf(err: unknown): DuplicateError | null {
-  if (pgErrorCode(err) !== "23505") return null;
-  return uniqueConstraints[pgConstraint(err) ?? ""] ?? null;
+  const e = databaseError(err);
+  return e?.kind === "unique_violation" ? (uniqueConstraints[e.constraint] ?? null) : null;
 }
 
-/** DESIGN "Order of checks": 2026 → 2027 → 2028 → 2016. */
+/** The order of docs/reference.md §4.6: 2026 → 2027 → 2028 → 2016. */
 function firstConflict(c: Conflicts): DuplicateError | null {
   if (c.partnerClientId) return "duplicate_partner_client_id";
   if (c.email) return "duplicate_email";
@@ -101,8 +102,6 @@ function visaMissing(f: ClientFields): boolean {
   return f.residencyVisaNumber === null || f.residencyVisaNumber === "" || f.residencyVisaDoe === null;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 function storedFields(f: ClientFields) {
   return {
     name: f.name,
@@ -122,6 +121,19 @@ function storedFields(f: ClientFields) {
   };
 }
 
+/** The client as the API returns it, and its event written in the same transaction. */
+async function withEvent(tx: Tx, row: ClientRow, type: ClientEventRecord["type"]): Promise<ClientView> {
+  const view = clientView(row);
+  await recordClientEvent(tx, {
+    partnerId: row.partner_id,
+    clientId: row.id,
+    type,
+    data: view,
+    createdAt: row.updated_at,
+  });
+  return view;
+}
+
 export class ClientsService {
   readonly #db: Db;
   readonly #clock: Clock;
@@ -134,7 +146,7 @@ export class ClientsService {
   }
 
   /**
-   * Onboards a personal client, verified and active (spec §3.1). Errors, in this order: 2026,
+   * Onboards a personal client, verified and active (docs/reference.md §3.1). Errors, in this order: 2026,
    * 2027, 2028, 2016, 2021, 2022, 2023, 2024, 2025. A duplicate that a concurrent request inserted
    * first is caught by the database's unique constraint and reported with the same code.
    */
@@ -156,20 +168,23 @@ export class ClientsService {
 
     const now = isoFromMs(nowMs);
     try {
-      const row = await insertClient(this.#db, {
-        partner_id: partnerId,
-        partner_client_id: input.partnerClientId,
-        account_type: "personal",
-        birth_date: input.birthDate,
-        place_of_birth_id: input.placeOfBirthId,
-        status: "verified",
-        active: true,
-        ...storedFields(input),
-        created_at: now,
-        verified_at: now,
-        updated_at: now,
+      const client = await inTransaction(this.#db, async (tx) => {
+        const row = await insertClient(tx, {
+          partner_id: partnerId,
+          partner_client_id: input.partnerClientId,
+          account_type: "personal",
+          birth_date: input.birthDate,
+          place_of_birth_id: input.placeOfBirthId,
+          status: "verified",
+          active: true,
+          ...storedFields(input),
+          created_at: now,
+          verified_at: now,
+          updated_at: now,
+        });
+        return withEvent(tx, row, "client.created");
       });
-      return { ok: true, client: clientView(row) };
+      return { ok: true, client };
     } catch (err) {
       const duplicate = duplicateOf(err);
       if (duplicate === null) throw err;
@@ -177,14 +192,8 @@ export class ClientsService {
     }
   }
 
-  /** The partner's client, or null (2008). */
-  async get(partnerId: string, partnerClientId: string): Promise<ClientView | null> {
-    const row = await findClient(this.#db, partnerId, partnerClientId);
-    return row ? clientView(row) : null;
-  }
-
   /**
-   * Full replacement of the mutable fields (spec §2.1 rules 6 and 7). Errors, in this order: 2008,
+   * Full replacement of the mutable fields (docs/reference.md §2.1 rules 6 and 7). Errors, in this order: 2008,
    * 2027, 2028, 2016, 2022, 2023, 2025.
    */
   async update(
@@ -205,12 +214,15 @@ export class ClientsService {
     if (!supported.has(fields.citizenshipId)) return { ok: false, error: "invalid_citizenship" };
     if (visaMissing(fields)) return { ok: false, error: "residency_visa_required" };
     try {
-      const row = await updateClient(this.#db, existing.id, {
-        ...storedFields(fields),
-        updated_at: isoFromMs(this.#clock.nowMs()),
+      const client = await inTransaction(this.#db, async (tx) => {
+        const row = await updateClient(tx, existing.id, {
+          ...storedFields(fields),
+          updated_at: isoFromMs(this.#clock.nowMs()),
+        });
+        return row === undefined ? null : withEvent(tx, row, "client.updated");
       });
-      if (row === undefined) return { ok: false, error: "invalid_client" };
-      return { ok: true, client: clientView(row) };
+      if (client === null) return { ok: false, error: "invalid_client" };
+      return { ok: true, client };
     } catch (err) {
       const duplicate = duplicateOf(err);
       if (duplicate === null || duplicate === "duplicate_partner_client_id") throw err;
@@ -218,36 +230,74 @@ export class ClientsService {
     }
   }
 
-  /** Sets the active flag (spec §3.2), for the partner or the operator. Errors: 2008. */
+  /**
+   * Sets the active flag (docs/reference.md §3.2): by the partner itself (`note` null: not an
+   * operator action, so not on the audit trail), or by an operator, whose blocking needs a reason.
+   * Errors: 2008, reason_required.
+   */
   async setActive(
     partnerId: string,
     partnerClientId: string,
     active: boolean,
-  ): Promise<ClientResult<"invalid_client">> {
-    return this.#change(partnerId, partnerClientId, () => ({ active }));
+    note: AuditNote | null,
+  ): Promise<ClientResult<"invalid_client" | "reason_required">> {
+    if (note !== null && !active && missingReason(note)) return { ok: false, error: "reason_required" };
+    return this.#change(
+      partnerId,
+      partnerClientId,
+      note,
+      "client.active",
+      "client.activation_changed",
+      () => ({
+        active,
+      }),
+    );
   }
 
   /**
-   * The compliance team's status decision (spec §3.1: only the operator changes it). verified_at
+   * The compliance team's status decision (docs/reference.md §3.1: only the operator changes it). verified_at
    * is kept while the client stays verified, set when it becomes verified, and null otherwise.
-   * Errors: 2008 (also for a partner id that is not a UUID).
+   * A status change needs a reason (the audit trail). Errors: 2008 (also for a partner id that is
+   * not a UUID), reason_required.
    */
   async setStatus(
     partnerId: string,
     partnerClientId: string,
     status: ClientStatus,
-  ): Promise<ClientResult<"invalid_client">> {
-    return this.#change(partnerId, partnerClientId, (row, now) => ({
-      status,
-      verified_at: status === "verified" ? (row.status === "verified" ? row.verified_at : now) : null,
-    }));
+    note: AuditNote,
+  ): Promise<ClientResult<"invalid_client" | "reason_required">> {
+    if (missingReason(note)) return { ok: false, error: "reason_required" };
+    return this.#change(
+      partnerId,
+      partnerClientId,
+      note,
+      "client.status",
+      "client.status_changed",
+      (row, now) => ({
+        status,
+        verified_at: status === "verified" ? (row.status === "verified" ? row.verified_at : now) : null,
+      }),
+    );
   }
 
-  /** The operator's view of one client. Errors: 2008. */
+  /** The back office's lookup across partners (exact matches), each client with its partner. */
+  async search(
+    f: { q: string | null; partnerId: string | null; status: ClientStatus | null },
+    page: number,
+    pageSize: number,
+  ): Promise<{ items: { partner_id: string; client: ClientView }[]; total: number }> {
+    if (f.partnerId !== null && !isUuid(f.partnerId)) return { items: [], total: 0 };
+    const { rows, total } = await searchClients(this.#db, f, page, pageSize);
+    return { items: rows.map((r) => ({ partner_id: r.partner_id, client: clientView(r) })), total };
+  }
+
+  /**
+   * One client of a partner: for the partner (its authenticated id) and for the operator (a
+   * partner id as typed, which PostgreSQL would refuse with an error when it is not a UUID).
+   * Errors: 2008.
+   */
   async show(partnerId: string, partnerClientId: string): Promise<ClientResult<"invalid_client">> {
-    const row = uuidPattern.test(partnerId)
-      ? await findClient(this.#db, partnerId, partnerClientId)
-      : undefined;
+    const row = isUuid(partnerId) ? await findClient(this.#db, partnerId, partnerClientId) : undefined;
     return row ? { ok: true, client: clientView(row) } : { ok: false, error: "invalid_client" };
   }
 
@@ -262,20 +312,49 @@ export class ClientsService {
     return { items: rows.map(clientView), total, page: q.page, page_size: q.pageSize };
   }
 
+  /**
+   * A change of the active flag or the status in one transaction, with its event (when the flag or
+   * status asked for differs from the client's: the row's updated_at still moves, as it always
+   * did, but nothing changed, so no event) and, for an operator (`note` given), its audit entry
+   * (the fields set, before and after).
+   */
   async #change(
     partnerId: string,
     partnerClientId: string,
+    note: AuditNote | null,
+    action: string,
+    eventType: "client.activation_changed" | "client.status_changed",
     changes: (
       row: ClientRow,
       nowIso: string,
     ) => { active?: boolean; status?: ClientStatus; verified_at?: string | null },
   ): Promise<ClientResult<"invalid_client">> {
     // The operator passes partner ids as typed; PostgreSQL would refuse a non-UUID with an error.
-    if (!uuidPattern.test(partnerId)) return { ok: false, error: "invalid_client" };
+    if (!isUuid(partnerId)) return { ok: false, error: "invalid_client" };
     const existing = await findClient(this.#db, partnerId, partnerClientId);
     if (existing === undefined) return { ok: false, error: "invalid_client" };
     const now = isoFromMs(this.#clock.nowMs());
-    const row = await updateClient(this.#db, existing.id, { ...changes(existing, now), updated_at: now });
-    return row ? { ok: true, client: clientView(row) } : { ok: false, error: "invalid_client" };
+    const field = eventType === "client.activation_changed" ? "active" : "status";
+    const client = await inTransaction(this.#db, async (tx) => {
+      // Judged again on the row locked by the update, so that of two concurrent equal changes one
+      // writes the event.
+      const current = await findClientForUpdate(tx, existing.id);
+      if (current === undefined) return null;
+      const set = changes(current, now);
+      const row = await updateClient(tx, existing.id, { ...set, updated_at: now });
+      if (row === undefined) return null;
+      if (note !== null) {
+        const fields = Object.keys(set) as (keyof typeof set)[];
+        await recordAudit(tx, this.#clock, note, {
+          action,
+          targetType: "client",
+          targetId: `${partnerId}/${partnerClientId}`,
+          before: Object.fromEntries(fields.map((f) => [f, current[f]])),
+          after: Object.fromEntries(fields.map((f) => [f, row[f]])),
+        });
+      }
+      return set[field] === current[field] ? clientView(row) : withEvent(tx, row, eventType);
+    });
+    return client ? { ok: true, client } : { ok: false, error: "invalid_client" };
   }
 }

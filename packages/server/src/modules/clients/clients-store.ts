@@ -13,6 +13,16 @@ export async function insertClient(db: Q, row: Insertable<ClientsTable>): Promis
   return db.insertInto("clients").values(row).returningAll().executeTakeFirstOrThrow();
 }
 
+/** The client's id, status and activity: what client-check.ts judges. */
+export async function findClientStanding(db: Q, partnerId: string, partnerClientId: string) {
+  return db
+    .selectFrom("clients")
+    .select(["id", "partner_client_id", "status", "active"])
+    .where("partner_id", "=", partnerId)
+    .where("partner_client_id", "=", partnerClientId)
+    .executeTakeFirst();
+}
+
 export async function findClient(
   db: Q,
   partnerId: string,
@@ -24,6 +34,11 @@ export async function findClient(
     .where("partner_id", "=", partnerId)
     .where("partner_client_id", "=", partnerClientId)
     .executeTakeFirst();
+}
+
+/** The client's row, locked for the rest of the transaction. */
+export async function findClientForUpdate(tx: Tx, id: number): Promise<ClientRow | undefined> {
+  return tx.selectFrom("clients").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
 }
 
 export async function updateClient(
@@ -115,6 +130,47 @@ export async function listClients(
   if (filter.statuses.length > 0) q = q.where("status", "in", [...filter.statuses]);
   if (filter.from !== null) q = q.where("created_at", ">=", filter.from);
   if (filter.to !== null) q = q.where("created_at", "<=", filter.to);
+  const [count, rows] = await Promise.all([
+    q.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    q
+      .selectAll()
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(pageSize)
+      .offset((page - 1) * pageSize)
+      .execute(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export interface ClientSearch {
+  /** Matched exactly against partner_client_id, e-mail (without case), phone and government id. */
+  q: string | null;
+  partnerId: string | null;
+  status: string | null;
+}
+
+/** The back office's client lookup across partners, newest first, one page of it. */
+export async function searchClients(
+  db: Q,
+  f: ClientSearch,
+  page: number,
+  pageSize: number,
+): Promise<{ rows: ClientRow[]; total: number }> {
+  let q = db.selectFrom("clients");
+  if (f.partnerId !== null) q = q.where("partner_id", "=", f.partnerId);
+  if (f.status !== null) q = q.where("status", "=", f.status as ClientRow["status"]);
+  if (f.q !== null) {
+    const text = f.q;
+    q = q.where((eb) =>
+      eb.or([
+        eb("partner_client_id", "=", text),
+        eb(eb.fn("lower", ["email"]), "=", text.toLowerCase()),
+        eb("phone", "=", text),
+        eb("government_id_number", "=", text),
+      ]),
+    );
+  }
   const [count, rows] = await Promise.all([
     q.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
     q

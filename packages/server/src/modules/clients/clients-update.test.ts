@@ -1,5 +1,5 @@
-// Spec §2.1 rules 5–7, §4.6 and §7.3 on PUT /v1/partner/clients/{partner_client_id}/; DESIGN
-// "Responses the spec leaves open" (200 {result}, immutable fields are a 422 extra_forbidden, other
+// docs/reference.md §2.1 rules 5–7, §4.6 and §7.3 on PUT /v1/partner/clients/{partner_client_id}/;
+// docs/decisions.md "Clients and documents" (200 {result}, immutable fields are a 422 extra_forbidden, other
 // unknown fields ignored). Every failure is checked to have changed nothing.
 
 import assert from "node:assert/strict";
@@ -313,7 +313,7 @@ describe("PUT /v1/partner/clients/{partner_client_id}/", () => {
     assert.equal(noSlash.statusCode, 404);
     assert.deepEqual(noSlash.json(), { code: 404, msg: "Not Found", msg_detail: null });
     assert.deepEqual(await clientsState(ctx.services.database.db), before_);
-    // 422 comes before 2008 (DESIGN "Order of checks").
+    // 422 comes before 2008 (docs/errors.md "Order of checks").
     const res = await put("nobody", updateBody(k, { email: "bad" }));
     assert.equal(res.statusCode, 422);
   });
@@ -394,7 +394,7 @@ describe("unique violations from the database map to the codes", () => {
       address: JSON.stringify(base.address),
       employment: JSON.stringify(base.employment),
       trading_volume: "x",
-      account_purpose: ["long_term_investment"],
+      account_purpose: ["long_term_investment" as const],
       ...over,
     });
     const taken = clientPayload(1);

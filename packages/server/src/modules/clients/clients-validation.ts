@@ -1,10 +1,11 @@
-// What a client body must look like (spec §2.1, §8; DESIGN "Clients and documents", "Edge
-// decisions"). Two stages, as Pydantic would run them: the JSON Schemas below (types, lengths,
+// What a client body must look like (docs/reference.md §2.1, §8; docs/decisions.md "Clients and
+// documents"). Two stages, as Pydantic would run them: the JSON Schemas below (types, lengths,
 // formats, enums; checked by Ajv before the handler), then `checkClientFields`, the rules a schema
 // cannot say well: a phone that libphonenumber accepts, the employment table, and, on update, the
 // immutable fields. Both stages answer 422; nothing here touches the database.
 
 import {
+  type AccountPurpose,
   accountPurposes,
   type EmploymentStatus,
   employmentStatuses,
@@ -17,6 +18,7 @@ import type { ClientAddress, ClientEmployment } from "../../db/schema.ts";
 
 export {
   accountPurposes,
+  accountTypes,
   clientStatuses,
   type EmploymentStatus,
   employmentStatuses,
@@ -25,7 +27,7 @@ export {
 export const employmentFields = ["company", "job_industry", "job_level", "job_title"] as const;
 type EmploymentField = (typeof employmentFields)[number];
 
-/** Spec §2.1, the employment table, row for row, even where it looks odd. */
+/** docs/reference.md §2.1, the employment table, row for row, even where it looks odd. */
 export const employmentRules: Record<
   EmploymentStatus,
   { required: readonly EmploymentField[]; disallowed: readonly EmploymentField[] }
@@ -37,7 +39,7 @@ export const employmentRules: Record<
   retired: { required: ["company", "job_industry", "job_level", "job_title"], disallowed: [] },
 };
 
-/** The fields the update payload must not carry (spec §2.1 rules 5 and 6). */
+/** The fields the update payload must not carry (docs/reference.md §2.1 rules 5 and 6). */
 export const immutableOnUpdate = [
   "partner_client_id",
   "account_type",
@@ -45,10 +47,10 @@ export const immutableOnUpdate = [
   "place_of_birth_id",
 ] as const;
 
-const text = (options: { minLength?: number } = {}) =>
+const text = (options: { minLength?: number; description?: string } = {}) =>
   Type.String({ maxLength: limits.stringLengthMax, ...options });
-const nullableText = () =>
-  Type.Unsafe<string | null>({ type: ["string", "null"], maxLength: limits.stringLengthMax });
+const nullableText = (options: { description?: string } = {}) =>
+  Type.Unsafe<string | null>({ type: ["string", "null"], maxLength: limits.stringLengthMax, ...options });
 
 // ajv-formats checks the calendar (no 30 February); year 0, which PostgreSQL lacks, is refused
 // in the second stage.
@@ -57,10 +59,15 @@ const nullableDate = () => Type.Unsafe<string | null>({ type: ["string", "null"]
 const dateFields = ["birth_date", "government_id_doe", "residency_visa_doe"] as const;
 
 /** Lower-case two-letter ids; an id of that shape that the catalog does not support is a 2022-2024. */
-const countryId = () => Type.String({ pattern: "^[a-z]{2}$" });
+const countryId = (options: { description?: string } = {}) =>
+  Type.String({ pattern: "^[a-z]{2}$", ...options });
 
 /** E.164 as sent: the second stage checks its form, then libphonenumber judges the number. */
-const phone = () => Type.String({ maxLength: 32 });
+const phone = () =>
+  Type.String({
+    maxLength: 32,
+    description: 'International format with a leading plus (E.164), e.g. "+971501234567".',
+  });
 const e164Pattern = /^\+[1-9][0-9]{1,14}$/;
 
 const Address = Type.Object({ street: text(), city: text(), postal_code: text(), unit: text() });
@@ -73,27 +80,34 @@ const Employment = Type.Object({
   job_title: Type.Optional(nullableText()),
 });
 
-/** Fields common to create and update; unknown fields are ignored (DESIGN "Responses the spec leaves open"). */
+/** Fields common to create and update; unknown fields are ignored (docs/reference.md §2.1 rule 2). */
 const mutable = {
   name: nullableText(),
   email: Type.String({ format: "email", maxLength: 320 }),
   phone: phone(),
-  residency_id: countryId(),
+  residency_id: countryId({ description: 'A country id from GET /v1/public/countries, e.g. "ae".' }),
   citizenship_id: countryId(),
   national_number: Type.Optional(nullableText()),
   government_id_number: text({ minLength: 1 }),
   government_id_doe: date(),
-  residency_visa_number: Type.Optional(nullableText()),
+  residency_visa_number: Type.Optional(
+    nullableText({
+      description:
+        "Required (with residency_visa_doe) when residency_id differs from citizenship_id; else 2025.",
+    }),
+  ),
   residency_visa_doe: Type.Optional(nullableDate()),
   address: Address,
   employment: Employment,
-  trading_volume: text(),
+  trading_volume: text({ description: 'Any string; brackets such as "1000_10000" are recommended.' }),
   account_purpose: Type.Array(Type.Enum(accountPurposes), { minItems: 1, maxItems: 16 }),
 };
 
 export const ClientCreateBody = Type.Object({
   partner_client_id: text({ minLength: 1 }),
-  account_type: Type.Literal("personal"),
+  account_type: Type.Literal("personal", {
+    description: "Only personal accounts can be created through the interface.",
+  }),
   birth_date: date(),
   place_of_birth_id: countryId(),
   ...mutable,
@@ -120,7 +134,7 @@ export interface ClientFields {
   address: ClientAddress;
   employment: ClientEmployment;
   tradingVolume: string;
-  accountPurpose: string[];
+  accountPurpose: AccountPurpose[];
 }
 
 export type FieldsCheck = { ok: true; fields: ClientFields } | { ok: false; errors: FieldError[] };

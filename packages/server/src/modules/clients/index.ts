@@ -3,6 +3,7 @@ export {
   type ClientLookup,
   type ClientRef,
   checkClientCanTransact,
+  judgeClient,
   lookUpClient,
 } from "./client-check.ts";
 export { ClientSchema, type ClientView, clientView } from "./client-views.ts";

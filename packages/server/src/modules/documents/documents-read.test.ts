@@ -1,7 +1,7 @@
-// Spec §2.2 (900-second presigned links), §4.7 (list with type filter and pages, one document,
-// 404 for another client's), §7.2 (page bounds), §1 rule 8 (isolation); DESIGN "Clients and
-// documents": links signed by the service, served without partner headers, refused when expired
-// or altered.
+// Reading documents (docs/decisions.md, "Documents"): 900-second signed links, the list with its
+// type filter and pages, one document, 404 for another client's, page bounds, isolation between
+// partners; links signed by the service, served without partner headers, refused when expired or
+// altered.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";

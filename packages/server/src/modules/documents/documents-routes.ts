@@ -1,17 +1,17 @@
-// The partner's document endpoints (spec §4.7). Uploads are multipart: the body was read whole
+// The partner's document endpoints (docs/decisions.md, "Documents"). Uploads are multipart: the body was read whole
 // (11 MiB at most) and authenticated before this handler parses it; see http/multipart.ts.
 
+import type { FieldError } from "@counterpart/protocol";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import { limits } from "../../config/limits.ts";
-import type { DocumentType } from "../../db/schema.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
-import { parseMultipart } from "../../http/multipart.ts";
+import { type MultipartFailure, parseMultipart } from "../../http/multipart.ts";
 import { documentedBody, errorResponses } from "../../http/openapi.ts";
 import { PageQuery } from "../../http/query-schemas.ts";
-import { DocumentSchema } from "./document-views.ts";
+import { DocumentPageSchema, DocumentSchema } from "./document-views.ts";
 import type { DocumentsService } from "./documents-service.ts";
-import { checkUpload, documentTypes, multipartFailureError } from "./documents-validation.ts";
+import { checkUpload, documentTypes } from "./documents-validation.ts";
 
 const ClientParams = Type.Object({ partner_client_id: Type.String() });
 const DocumentParams = Type.Object({ partner_client_id: Type.String(), document_id: Type.String() });
@@ -28,7 +28,7 @@ const documentFile = (description: string) =>
 /** The upload's parts, as documented; the handler reads them itself (checkUpload). */
 const UploadForm = Type.Object({
   type: Type.Enum(documentTypes),
-  front_file: documentFile("JPEG, PNG, HEIC, HEIF or PDF (judged by content), at most 5 MiB"),
+  front_file: documentFile("a whole JPEG, PNG, HEIC, HEIF or PDF file (judged by content), at most 5 MiB"),
   back_file: Type.Optional(documentFile("the back of a two-sided document; same rules")),
 });
 
@@ -91,7 +91,7 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
 
   app.get<{
     Params: { partner_client_id: string };
-    Querystring: { type?: DocumentType[]; page?: number; page_size?: number };
+    Querystring: Static<typeof ListQuery>;
   }>(
     "/v1/partner/clients/:partner_client_id/documents",
     {
@@ -103,12 +103,7 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
         params: ClientParams,
         querystring: ListQuery,
         response: {
-          200: Type.Object({
-            items: Type.Array(DocumentSchema),
-            total: Type.Integer(),
-            page: Type.Integer(),
-            page_size: Type.Integer(),
-          }),
+          200: DocumentPageSchema,
           ...errorResponses(["invalid_client"]),
         },
       },
@@ -155,4 +150,30 @@ export function documentsRoutes(app: FastifyInstance, documents: DocumentsServic
       return { result: result.document };
     },
   );
+}
+
+/** A body that could not be taken apart at all: one error at ["body"]. */
+function multipartFailureError(failure: MultipartFailure): FieldError {
+  switch (failure) {
+    case "not_multipart":
+      return {
+        loc: ["body"],
+        msg: "The body should be multipart/form-data with type, front_file and optionally back_file",
+        type: "multipart_expected",
+      };
+    case "malformed":
+      return { loc: ["body"], msg: "The multipart body could not be parsed", type: "multipart_invalid" };
+    case "too_many_files":
+      return {
+        loc: ["body"],
+        msg: `The multipart body should hold at most ${limits.multipartFilesMax} files`,
+        type: "too_long",
+      };
+    case "too_many_fields":
+      return {
+        loc: ["body"],
+        msg: `The multipart body should hold at most ${limits.multipartFieldsMax} fields`,
+        type: "too_long",
+      };
+  }
 }

@@ -1,19 +1,20 @@
-// Document use cases (spec §4.7): upload, list, read one, and the download behind the signed
+// Document use cases (docs/decisions.md, "Documents"): upload, list, read one, and the download behind the signed
 // links. Documents are reached only through the partner's own client, so another partner's or
 // another client's document is simply absent. Expected failures are values; routes map them.
 
 import type { Db } from "../../db/database.ts";
 import type { DocumentContentType, DocumentType } from "../../db/schema.ts";
 import { isoFromMs } from "../../db/time.ts";
-import { inTransaction } from "../../db/transaction.ts";
+import { inTransaction, type Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type FileStore, isFileKey } from "../../platform/file-store.ts";
 import type { Random } from "../../platform/random.ts";
 import { lookUpClient } from "../clients/index.ts";
-import type { DocumentView } from "./document-views.ts";
+import type { DocumentPage, DocumentView } from "./document-views.ts";
 import {
   type DocumentRow,
   findDocument,
+  findDocumentsByIds,
   findFile,
   insertDocument,
   insertFile,
@@ -30,9 +31,7 @@ export interface DocumentListQuery {
   pageSize: number;
 }
 
-export type DocumentPageResult =
-  | { ok: true; items: DocumentView[]; total: number; page: number; page_size: number }
-  | { ok: false; error: "invalid_client" };
+export type DocumentPageResult = ({ ok: true } & DocumentPage) | { ok: false; error: "invalid_client" };
 
 export interface Download {
   bytes: Buffer;
@@ -59,8 +58,11 @@ export class DocumentsService {
 
   /**
    * Stores the files under fresh random keys, then records them and the document in one
-   * transaction. Should recording fail, the stored files are removed again: a row never points at
-   * a missing file, at worst a file is left without a row. Errors: invalid_client (2008).
+   * transaction. Should storing or recording fail, every file this upload tried to store is removed
+   * again (a put that failed or timed out may still have landed) and the failure is thrown: the
+   * database is unchanged and a row never points at a missing file; at worst, when the removal
+   * fails too, a file is left without a row, which no link can reach. A file store that fails is a
+   * FileStoreUnavailableError (503). Errors: invalid_client (2008).
    */
   async upload(
     partnerId: string,
@@ -75,8 +77,8 @@ export class DocumentsService {
     try {
       const put = async (file: CheckedFile) => {
         const key = this.#random.bytes(32).toString("base64url");
-        await this.#files.put(key, file.bytes);
         stored.push(key);
+        await this.#files.put(key, file.bytes);
         return { key, content_type: file.contentType, size_bytes: file.bytes.length, created_at: now };
       };
       const front = await put(upload.front);
@@ -130,6 +132,20 @@ export class DocumentsService {
     const row = documentId === null ? undefined : await findDocument(this.#db, client.client.id, documentId);
     if (row === undefined) return { ok: false, error: "not_found" };
     return { ok: true, document: this.#view(row, origin) };
+  }
+
+  /**
+   * The partner's documents among `ids`, as the API shows them (fresh links to `origin`), by id;
+   * absent ids are left out. In the caller's transaction when given one.
+   */
+  async views(
+    partnerId: string,
+    ids: readonly number[],
+    origin: string,
+    q: Db | Tx = this.#db,
+  ): Promise<Map<number, DocumentView>> {
+    const rows = await findDocumentsByIds(q, partnerId, ids);
+    return new Map(rows.map((r) => [r.id, this.#view(r, origin)]));
   }
 
   /** The bytes behind a signed link, or null for a link that is not valid now (or a lost file). */

@@ -28,6 +28,22 @@ export async function findDocument(db: Q, clientId: number, id: number): Promise
     .executeTakeFirst();
 }
 
+/** The partner's documents among `ids` (the events feed renders its document events with them). */
+export async function findDocumentsByIds(
+  db: Q,
+  partnerId: string,
+  ids: readonly number[],
+): Promise<DocumentRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom("client_documents as d")
+    .innerJoin("clients as c", "c.id", "d.client_id")
+    .selectAll("d")
+    .where("c.partner_id", "=", partnerId)
+    .where("d.id", "in", [...ids])
+    .execute();
+}
+
 export async function listDocuments(
   db: Q,
   clientId: number,

@@ -1,7 +1,7 @@
-// Spec §2.2, §4.7, §7.2, §7.3 (404 for a document of another client), §8 (5 MB, formats, 900 s
-// links); DESIGN "Authentication" (the signature covers the exact multipart bytes), "Hardening"
-// (multipart limits, 413 before the body is read), "Clients and documents" (magic bytes, signed
-// links served without partner headers). Every failure is checked to have changed nothing: no
+// Uploading documents (docs/decisions.md, "Authentication" and "Documents"): the signature covers
+// the exact multipart bytes, multipart limits and the 413 before the body is read, 5 MiB files,
+// formats by content and whole files only, malformed bodies, signed links served without partner
+// headers. Every failure is checked to have changed nothing: no
 // document row and no stored file.
 
 import assert from "node:assert/strict";
@@ -196,6 +196,44 @@ describe("client documents", () => {
     }
   });
 
+  test("a file whose first bytes name a format but which is not a whole file of it is a 422 file_invalid on that field", async () => {
+    const jpeg = sampleFile("jpeg", 2000);
+    const png = sampleFile("png", 2000);
+    const iend = png.length - 12;
+    const pngNoEnd = png.subarray(0, iend);
+    const pngNoHeader = Buffer.concat([png.subarray(0, 8), png.subarray(8 + 25)]);
+    const pdf = sampleFile("pdf", 2000);
+    const heic = sampleFile("heic", 2000);
+    const stubs: [string, Buffer][] = [
+      ["FF D8 FF and a zero-length tail", Buffer.from([0xff, 0xd8, 0xff])],
+      ["FF D8 FF and zeros", Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(1000)])],
+      ["the first 20 bytes of a JPEG", jpeg.subarray(0, 20)],
+      ["a JPEG without its end marker", jpeg.subarray(0, -2)],
+      ["a JPEG with bytes after its end marker", Buffer.concat([jpeg, Buffer.from("<script>")])],
+      ["a PNG without IEND", pngNoEnd],
+      ["a PNG without IHDR", pngNoHeader],
+      ["a PNG signature and IHDR only", png.subarray(0, 33)],
+      ["%PDF-1.4 alone", Buffer.from("%PDF-1.4")],
+      ["a PDF cut in half", pdf.subarray(0, 1000)],
+      ["a HEIC of an ftyp box only", heic.subarray(0, heic.readUInt32BE(0))],
+      ["a HEIC cut short", heic.subarray(0, -1)],
+    ];
+    for (const [why, bytes] of stubs) {
+      await expect422(
+        upload("client-1", [typePart(), filePart("front_file", bytes, "scan.png", "image/png")]),
+        [[["body", "front_file"], "file_invalid"]],
+        why,
+      );
+      await expect422(
+        upload("client-1", [typePart(), filePart("front_file", png), filePart("back_file", bytes)]),
+        [[["body", "back_file"], "file_invalid"]],
+        `${why} (back)`,
+      );
+    }
+    const res = await upload("client-1", [typePart(), filePart("front_file", pngNoEnd)]);
+    assert.match(res.json().msg_detail[0].msg, /^File should be a whole PNG file: no IEND chunk$/);
+  });
+
   test("5 MiB per file: 5,242,880 bytes pass, one byte more is a 422 on that field", async () => {
     assert.equal(limits.documentFileBytesMax, 5_242_880);
     const exact = sampleFile("png", limits.documentFileBytesMax);
@@ -326,6 +364,20 @@ describe("client documents", () => {
     await expect422(upload("client-1", [typePart(), front, front]), [
       [["body", "front_file"], "value_error"],
     ]);
+    // A part is a file when it has a filename, whatever its declared type.
+    await expect422(
+      upload("client-1", [
+        typePart(),
+        { name: "front_file", contentType: "application/octet-stream", data: png },
+      ]),
+      [[["body", "front_file"], "value_error"]],
+      "front as an octet-stream part without a filename",
+    );
+    const octetType = await upload("client-1", [
+      { name: "type", contentType: "application/octet-stream", data: "bank_statement" },
+      front,
+    ]);
+    assert.equal(octetType.statusCode, 201, octetType.body);
     // Unknown fields are ignored.
     const ok = await upload("client-1", [typePart("bank_statement"), { name: "note", data: "hello" }, front]);
     assert.equal(ok.statusCode, 201, ok.body);
@@ -374,6 +426,49 @@ describe("client documents", () => {
     const none = await ctx.signed({ method: "POST", url: docsUrl("client-1") });
     assert.equal(none.statusCode, 422);
     assert.deepEqual(await state(), before_);
+  });
+
+  test("a signed body cut inside a file, or without its closing boundary, is a 422 at [body]; the service goes on", async () => {
+    const png = sampleFile("png", 5000);
+    const { body, contentType } = multipartBody([typePart(), filePart("front_file", png)]);
+    const closing = body.lastIndexOf(Buffer.from("\r\n--"));
+    const cuts: [string, Buffer][] = [
+      ["inside the file", body.subarray(0, closing - 2500)],
+      ["right after the file's bytes", body.subarray(0, closing)],
+      ["no closing boundary", body.subarray(0, closing + 2)],
+      ["half the closing boundary", body.subarray(0, closing + 20)],
+      [
+        "a back file cut short",
+        multipartBody([typePart(), filePart("front_file", png), filePart("back_file", png)]).body.subarray(
+          0,
+          9000,
+        ),
+      ],
+    ];
+    for (const [why, cut] of cuts) {
+      const before_ = await state();
+      const res = await ctx.signed({
+        method: "POST",
+        url: docsUrl("client-1"),
+        body: cut,
+        headers: { "content-type": contentType },
+      });
+      assert.equal(res.statusCode, 422, `${why}: ${res.body}`);
+      assert.deepEqual(
+        res.json(),
+        {
+          code: 422,
+          msg: "Validation Error",
+          msg_detail: [
+            { loc: ["body"], msg: "The multipart body could not be parsed", type: "multipart_invalid" },
+          ],
+        },
+        why,
+      );
+      assert.deepEqual(await state(), before_, `${why}: state changed`);
+    }
+    const whole = await upload("client-1", [typePart(), filePart("front_file", png)]);
+    assert.equal(whole.statusCode, 201, whole.body);
   });
 
   test("the signature covers the exact multipart bytes sent", async () => {

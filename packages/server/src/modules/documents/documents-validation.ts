@@ -1,14 +1,14 @@
-// What an upload must hold (spec §2.2, §4.7, §8; DESIGN "Clients and documents"): a `type` from
-// the enum, a front file, perhaps a back file, each at most 5 MiB and, judged by its first bytes
-// (never by its name or declared type), a JPEG, PNG, HEIC, HEIF or PDF. Every problem is a 422 at
-// ["body", field].
+// What an upload must hold (docs/decisions.md, "Documents"): a `type` from the enum, a front file,
+// perhaps a back file, each at most 5 MiB and, judged by its content (never by its name or
+// declared type), a JPEG, PNG, HEIC, HEIF or PDF: the first bytes name the format, and the file
+// must then be a whole file of it (file-formats.ts). Every problem is a 422 at ["body", field].
 
 import { documentTypes, type FieldError } from "@counterpart/protocol";
 import { fileTypeFromBuffer } from "file-type";
 import { limits } from "../../config/limits.ts";
 import type { DocumentContentType, DocumentType } from "../../db/schema.ts";
-import { checkString } from "../../http/body-parsing.ts";
-import type { MultipartFailure, MultipartField, MultipartFile } from "../../http/multipart.ts";
+import { checkString } from "../../platform/text.ts";
+import { wholeFileProblem } from "./file-formats.ts";
 
 export { documentTypes } from "@counterpart/protocol";
 
@@ -19,6 +19,14 @@ export const acceptedTypes: readonly DocumentContentType[] = [
   "image/heif",
   "application/pdf",
 ];
+
+const formatNames: Record<DocumentContentType, string> = {
+  "image/jpeg": "JPEG",
+  "image/png": "PNG",
+  "image/heic": "HEIC",
+  "image/heif": "HEIF",
+  "application/pdf": "PDF",
+};
 
 export interface CheckedFile {
   bytes: Buffer;
@@ -31,36 +39,26 @@ export interface CheckedUpload {
   back: CheckedFile | null;
 }
 
+/** A text field of the upload, as the multipart parser hands it over (http/multipart.ts). */
+export interface UploadField {
+  name: string;
+  value: string;
+  /** The value was longer than the field limit and was cut. */
+  truncated: boolean;
+}
+
+/** A file of the upload, as the multipart parser hands it over. */
+export interface UploadFile {
+  name: string;
+  bytes: Buffer;
+  /** The file was longer than the file limit: `bytes` holds only its first part. */
+  truncated: boolean;
+}
+
 export type UploadCheck = { ok: true; upload: CheckedUpload } | { ok: false; errors: FieldError[] };
 
 const quotedTypes = documentTypes.map((t) => `'${t}'`);
 const typeEnumMsg = `Input should be ${quotedTypes.slice(0, -1).join(", ")} or ${quotedTypes.at(-1)}`;
-
-/** A body that could not be taken apart at all: one error at ["body"]. */
-export function multipartFailureError(failure: MultipartFailure): FieldError {
-  switch (failure) {
-    case "not_multipart":
-      return {
-        loc: ["body"],
-        msg: "The body should be multipart/form-data with type, front_file and optionally back_file",
-        type: "multipart_expected",
-      };
-    case "malformed":
-      return { loc: ["body"], msg: "The multipart body could not be parsed", type: "multipart_invalid" };
-    case "too_many_files":
-      return {
-        loc: ["body"],
-        msg: `The multipart body should hold at most ${limits.multipartFilesMax} files`,
-        type: "too_long",
-      };
-    case "too_many_fields":
-      return {
-        loc: ["body"],
-        msg: `The multipart body should hold at most ${limits.multipartFieldsMax} fields`,
-        type: "too_long",
-      };
-  }
-}
 
 /** The format of a file as its bytes show it, when it is one of the accepted ones. */
 export async function sniff(bytes: Buffer): Promise<DocumentContentType | null> {
@@ -70,10 +68,7 @@ export async function sniff(bytes: Buffer): Promise<DocumentContentType | null> 
   return mime !== undefined && acceptedTypes.includes(mime) ? mime : null;
 }
 
-function checkType(
-  fields: MultipartField[],
-  files: MultipartFile[],
-): { type?: DocumentType; error?: FieldError } {
+function checkType(fields: UploadField[], files: UploadFile[]): { type?: DocumentType; error?: FieldError } {
   const loc = ["body", "type"];
   const given = fields.filter((f) => f.name === "type");
   if (given.length === 0) {
@@ -94,8 +89,8 @@ function checkType(
 
 async function checkFile(
   name: "front_file" | "back_file",
-  fields: MultipartField[],
-  files: MultipartFile[],
+  fields: UploadField[],
+  files: UploadFile[],
 ): Promise<{ file: CheckedFile | null; error?: FieldError }> {
   const loc = ["body", name];
   const given = files.filter((f) => f.name === name);
@@ -133,11 +128,22 @@ async function checkFile(
       },
     };
   }
+  const problem = wholeFileProblem(contentType, file.bytes);
+  if (problem !== null) {
+    return {
+      file: null,
+      error: {
+        loc,
+        msg: `File should be a whole ${formatNames[contentType]} file: ${problem}`,
+        type: "file_invalid",
+      },
+    };
+  }
   return { file: { bytes: file.bytes, contentType } };
 }
 
 /** Every field error of an upload at once, or the upload ready to store. */
-export async function checkUpload(fields: MultipartField[], files: MultipartFile[]): Promise<UploadCheck> {
+export async function checkUpload(fields: UploadField[], files: UploadFile[]): Promise<UploadCheck> {
   const type = checkType(fields, files);
   const front = await checkFile("front_file", fields, files);
   const back = await checkFile("back_file", fields, files);

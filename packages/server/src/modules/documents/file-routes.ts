@@ -1,6 +1,7 @@
 // GET /v1/files/{key}?expires=…&signature=…: the download behind a document's signed link. Public
 // (no partner headers): the link itself is the credential. Any link that is not valid now, altered,
-// expired, or for a file that is gone, is the spec's 404, so a guess learns nothing.
+// expired, or for a file that is gone, is the contract's 404, so a guess learns nothing. The file
+// store is asked only for a valid link: its outage is then a 503 (retry), never a 404.
 
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
@@ -17,6 +18,7 @@ export function fileRoutes(app: FastifyInstance, documents: DocumentsService): v
   app.get<{ Params: { key: string }; Querystring: Record<string, unknown> }>(
     `${filesPath}/:key`,
     {
+      config: { unreadableInputIsNotFound: true },
       schema: {
         tags: ["documents"],
         operationId: "downloadDocumentFile",
@@ -24,7 +26,8 @@ export function fileRoutes(app: FastifyInstance, documents: DocumentsService): v
         description:
           "The target of a document's `front_file` and `back_file` links: use the URL exactly as " +
           "given, within 900 seconds, without partner headers (the link is the credential). A " +
-          "link that is altered, expired or for a file that is gone is a 404.",
+          "link that is altered, expired or for a file that is gone is a 404; a 503 means the file " +
+          "could not be read just now (retry the same link while it is valid).",
         params: Type.Object({ key: Type.String() }),
         response: {
           200: {
@@ -36,7 +39,7 @@ export function fileRoutes(app: FastifyInstance, documents: DocumentsService): v
               ]),
             ),
           },
-          ...errorResponses(["not_found"]),
+          ...errorResponses(["not_found", "service_unavailable"]),
         },
       },
     },

@@ -1,5 +1,5 @@
-// Download links signed by the service (spec §2.2: valid 900 seconds; DESIGN: HMAC, served without
-// partner headers). A link names the file key, its expiry in Unix seconds and an HMAC-SHA256 of
+// Download links signed by the service (docs/decisions.md, "Documents": valid 900 seconds, an
+// HMAC, served without partner headers). A link names the file key, its expiry in Unix seconds and an HMAC-SHA256 of
 // both under the file URL secret; changing any of them, or using it after its expiry (judged by
 // the injected clock), makes it worthless.
 

@@ -1,4 +1,4 @@
-// Issue "Concurrency on PostgreSQL"; DESIGN "Money" and "Hardening decisions": concurrent
+// Concurrency on PostgreSQL (docs/decisions.md, "Money"; docs/architecture.md, "Money"): concurrent
 // withdrawals never overdraw, one partner_order_ref makes one order whatever races it, and a
 // mixed race of deposits and withdrawals ends exactly where the accepted ones say. No request may
 // end in a 500 or a 503.

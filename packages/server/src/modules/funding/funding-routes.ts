@@ -1,7 +1,7 @@
-// POST /v1/partner/deposits and /v1/partner/withdrawals (spec §4.4).
+// POST /v1/partner/deposits and /v1/partner/withdrawals.
 
 import type { FastifyInstance } from "fastify";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
@@ -10,17 +10,20 @@ import type { FundingService } from "./funding-service.ts";
 
 const FundingBody = Type.Object({
   partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
-  asset_id: Type.String({ minLength: 1, maxLength: 32 }),
-  amount: Type.String({ maxLength: 128, description: "decimal string > 0 with at most 8 decimal places" }),
-  partner_order_ref: Type.String({ minLength: 1, maxLength: 255 }),
+  asset_id: Type.String({ minLength: 1, maxLength: 32, description: 'A fiat asset id, e.g. "AED".' }),
+  amount: Type.String({
+    maxLength: 128,
+    description:
+      "decimal string > 0 with at most 8 decimal places, whatever the asset's decimal_places; kept exactly",
+  }),
+  partner_order_ref: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: "Unique across the partner's orders of every type; what makes a retry safe.",
+  }),
 });
 
-interface FundingBodyType {
-  partner_client_id: string;
-  asset_id: string;
-  amount: string;
-  partner_order_ref: string;
-}
+type FundingBodyType = Static<typeof FundingBody>;
 
 /** What each endpoint can answer besides its order (FundingService.deposit and .withdraw). */
 const fundingErrors = [
@@ -84,7 +87,7 @@ export function fundingRoutes(app: FastifyInstance, funding: FundingService): vo
           kind === "deposit"
             ? await funding.deposit(request.partnerId!, req)
             : await funding.withdraw(request.partnerId!, req);
-        if (!result.ok) throw new HttpError(result.error, result.detail ?? null);
+        if (!result.ok) throw new HttpError(result.error);
         return { result: result.order };
       },
     );

@@ -1,14 +1,16 @@
-// Fiat deposits and withdrawals (spec §4.4): one order, final in the response, its postings and
-// balance change in the same transaction. Checks run in DESIGN's order: reference (2020), client
-// (2008, 2009, 2010), asset (2012), funds (3005).
+// Fiat deposits and withdrawals: one order, final in the response, its postings and balance change
+// in the same transaction. Checks run in the order of docs/decisions.md: the amount (422: greater
+// than zero, at most 8 decimal places, whatever the asset's decimal_places), reference (2020),
+// client (2008, 2009, 2010), asset (2012), funds (3005).
 
-import type { ErrorName, FieldError } from "@counterpart/protocol";
-import { sql } from "kysely";
-import { type Db, preparedMarker } from "../../db/database.ts";
-import { pgConstraint, pgErrorCode, withRetries } from "../../db/transaction.ts";
-import { judgeClient } from "../clients/client-check.ts";
-import { fundOrder, insufficientFundsCode } from "../ledger/ledger-store.ts";
+import type { ErrorName } from "@counterpart/protocol";
+import type { Db } from "../../db/database.ts";
+import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
+import { withRetries } from "../../db/transaction.ts";
+import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
+import { fundingLegs } from "./funding-legs.ts";
+import { fundingFacts, fundOrder } from "./funding-store.ts";
 
 export interface FundingRequest {
   partnerClientId: string;
@@ -18,50 +20,7 @@ export interface FundingRequest {
   partnerOrderRef: string;
 }
 
-export type FundingResult =
-  | { ok: true; order: OrderView }
-  | { ok: false; error: ErrorName; detail?: FieldError[] };
-
-/** An amount finer than the asset's decimal places (1.005 of a 2-decimal currency). */
-export function finerThanAsset(amount: bigint, decimalPlaces: number): boolean {
-  return amount % 10n ** BigInt(8 - decimalPlaces) !== 0n;
-}
-
-export function decimalPlacesError(loc: (string | number)[], decimalPlaces: number): FieldError {
-  return {
-    loc,
-    msg: `Decimal input should have no more than ${decimalPlaces} decimal place${decimalPlaces === 1 ? "" : "s"}`,
-    type: "decimal_max_places",
-  };
-}
-
-export function isDuplicateRef(err: unknown): boolean {
-  return pgErrorCode(err) === "23505" && pgConstraint(err) === "orders_partner_order_ref_key";
-}
-
-interface FundingFacts {
-  client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
-  asset: {
-    type: string;
-    published: boolean;
-    depositable: boolean;
-    withdrawable: boolean;
-    decimal_places: number;
-  } | null;
-}
-
-/** The client and the asset of a funding request, read in one query. */
-async function fundingFacts(db: Db, partnerId: string, req: FundingRequest): Promise<FundingFacts> {
-  const { rows } = await sql<FundingFacts>`${sql.raw(preparedMarker)}
-    SELECT
-      (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status, 'active', active)
-         FROM clients WHERE partner_id = ${partnerId} AND partner_client_id = ${req.partnerClientId}) AS client,
-      (SELECT json_build_object('type', type, 'published', published, 'depositable', depositable,
-                                'withdrawable', withdrawable, 'decimal_places', decimal_places)
-         FROM assets WHERE id = ${req.assetId}) AS asset
-  `.execute(db);
-  return rows[0]!;
-}
+export type FundingResult = { ok: true; order: OrderView } | { ok: false; error: ErrorName };
 
 export class FundingService {
   readonly #db: Db;
@@ -70,8 +29,9 @@ export class FundingService {
   }
 
   /**
-   * Errors: validation_error (an amount finer than the asset's decimal places), duplicate_order_ref,
-   * invalid_client, client_not_verified, client_deactivated, invalid_asset.
+   * `amount` may be as fine as 8 decimal places whatever the asset's decimal_places, and is stored
+   * exactly (docs/decisions.md, "Amounts"). Errors: duplicate_order_ref, invalid_client,
+   * client_not_verified, client_deactivated, invalid_asset.
    */
   deposit(partnerId: string, req: FundingRequest): Promise<FundingResult> {
     return this.#fund(partnerId, req, "deposit");
@@ -87,18 +47,9 @@ export class FundingService {
     req: FundingRequest,
     type: "deposit" | "withdrawal",
   ): Promise<FundingResult> {
-    // The client and the asset in one round trip; the checks then run in DESIGN's order.
-    const facts = await fundingFacts(this.#db, partnerId, req);
+    // The client and the asset in one round trip; the checks then run in the documented order.
+    const facts = await fundingFacts(this.#db, partnerId, req.partnerClientId, req.assetId);
     const asset = facts.asset;
-    // An amount the asset cannot hold is bad input, reported before anything else (422); an
-    // unknown asset is left for the asset rule (2012) below.
-    if (asset !== null && finerThanAsset(req.amount, asset.decimal_places)) {
-      return {
-        ok: false,
-        error: "validation_error",
-        detail: [decimalPlacesError(["body", "amount"], asset.decimal_places)],
-      };
-    }
     const client = judgeClient(facts.client ?? undefined);
     const usable =
       asset !== null &&
@@ -117,7 +68,8 @@ export class FundingService {
       return { ok: false, error: "invalid_asset" };
     }
 
-    // The order, its postings and both balances in one statement (fund_order, migration 0008).
+    // The order, its postings and both balances in one statement (fund_order, migration 0011).
+    const { slot, legs } = fundingLegs(type, client.client.id, req.assetId, req.amount);
     try {
       const row = await withRetries(() =>
         fundOrder(this.#db, {
@@ -127,13 +79,15 @@ export class FundingService {
           type,
           assetId: req.assetId,
           amount: req.amount,
+          legs,
+          slot,
         }),
       );
       return { ok: true, order: orderView({ ...row, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
-      if (pgErrorCode(err) === insufficientFundsCode)
+      if (databaseError(err)?.kind === "insufficient_funds")
         return { ok: false, error: "insufficient_funds_for_payment" };
-      if (isDuplicateRef(err)) return { ok: false, error: "duplicate_order_ref" };
+      if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
       throw err;
     }
   }

@@ -1,5 +1,6 @@
-// Spec §4.4, §2.3 (deposit and withdrawal rows), §7.3 codes for funding, DESIGN "Order of checks",
-// "Money" and "Edge decisions". Every failure is checked to have changed nothing.
+// Deposits and withdrawals: the order rows (debit and credit per type), the funding codes of
+// docs/errors.md and their order of checks, the amounts of docs/decisions.md ("Money"). Every
+// failure is checked to have changed nothing.
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
@@ -49,6 +50,13 @@ describe("deposits and withdrawals", () => {
   beforeEach(async () => {
     before_ = await moneyState(ctx.services.database.db);
   });
+  /**
+   * A verified client of the test's own, for a test that checks exact balances: its figures then
+   * depend on nothing another test did, whatever the order.
+   */
+  async function ownClient(n: number): Promise<string> {
+    return (await insertClient(ctx.services.database.db, ctx.partner.id, n)).partnerClientId;
+  }
   async function assertUnchanged(): Promise<void> {
     assert.deepEqual(await moneyState(ctx.services.database.db), before_);
   }
@@ -67,15 +75,16 @@ describe("deposits and withdrawals", () => {
   }
 
   test("a deposit is one completed bank order with debit = amount; the balance rises before the response", async () => {
+    const client = await ownClient(11);
     const r = ref();
-    const res = await deposit(body({ amount: "100.5", partner_order_ref: r }));
+    const res = await deposit(body({ partner_client_id: client, amount: "100.5", partner_order_ref: r }));
     assert.equal(res.statusCode, 200);
     const order = res.json().result;
     assert.equal(order.type, "deposit");
     assert.equal(order.source, "bank");
     assert.equal(order.status, "completed");
     assert.equal(order.partner_order_ref, r);
-    assert.equal(order.partner_client_id, "client-1");
+    assert.equal(order.partner_client_id, client);
     assert.equal(order.debit, "100.50000000");
     assert.equal(order.debit_asset_id, "AED");
     assert.equal(order.credit, null);
@@ -87,12 +96,14 @@ describe("deposits and withdrawals", () => {
     assert.match(order.order_no, /^ORD-\d{8}-\d{6,}$/);
     assert.match(order.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
     assert.equal(order.transitioned_at, order.created_at);
-    assert.equal(await balance("AED"), "100.50000000");
+    assert.equal(await balance("AED", client), "100.50000000");
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
   });
 
   test("a withdrawal is one completed bank order with credit = amount; the balance falls", async () => {
-    const res = await withdraw(body({ amount: "0.5" }));
+    const client = await ownClient(12);
+    assert.equal((await deposit(body({ partner_client_id: client, amount: "100.5" }))).statusCode, 200);
+    const res = await withdraw(body({ partner_client_id: client, amount: "0.5" }));
     assert.equal(res.statusCode, 200);
     const order = res.json().result;
     assert.equal(order.type, "withdrawal");
@@ -101,25 +112,33 @@ describe("deposits and withdrawals", () => {
     assert.equal(order.credit_asset_id, "AED");
     assert.equal(order.debit, null);
     assert.equal(order.debit_asset_id, null);
-    assert.equal(await balance("AED"), "100.00000000");
+    assert.equal(await balance("AED", client), "100.00000000");
   });
 
   test("withdrawing more than the available balance is 3005 'Insufficient funds for payment'; nothing changes", async () => {
+    const client = await ownClient(13);
+    assert.equal((await deposit(body({ partner_client_id: client, amount: "100" }))).statusCode, 200);
+    before_ = await moneyState(ctx.services.database.db);
     await assertError(
-      await withdraw(body({ amount: "100.01" })),
+      await withdraw(body({ partner_client_id: client, amount: "100.01" })),
       400,
       3005,
       "Insufficient funds for payment",
     );
-    assert.equal(await balance("AED"), "100.00000000");
-    await assertError(await withdraw(body({ asset_id: "USD", amount: "1" })), 400, 3005);
+    assert.equal(await balance("AED", client), "100.00000000");
+    await assertError(
+      await withdraw(body({ partner_client_id: client, asset_id: "USD", amount: "1" })),
+      400,
+      3005,
+    );
   });
 
   test("exactly the available balance can be withdrawn, to zero (written 0E-8)", async () => {
-    await deposit(body({ asset_id: "EUR", amount: "7.25" }));
-    const res = await withdraw(body({ asset_id: "EUR", amount: "7.25" }));
+    const client = await ownClient(14);
+    await deposit(body({ partner_client_id: client, asset_id: "EUR", amount: "7.25" }));
+    const res = await withdraw(body({ partner_client_id: client, asset_id: "EUR", amount: "7.25" }));
     assert.equal(res.statusCode, 200);
-    assert.equal(await balance("EUR"), "0E-8");
+    assert.equal(await balance("EUR", client), "0E-8");
   });
 
   test("amounts: plain and scientific notation, trailing zeros; exact to 8 places", async () => {
@@ -142,6 +161,7 @@ describe("deposits and withdrawals", () => {
       ["0E-8", "greater_than"],
       ["1.123456789", "decimal_max_places"],
       ["1e-9", "decimal_max_places"],
+      ["0.000000001", "decimal_max_places"],
       ["abc", "decimal_parsing"],
       ["1,5", "decimal_parsing"],
       [" 1", "decimal_parsing"],
@@ -166,25 +186,89 @@ describe("deposits and withdrawals", () => {
     await assertUnchanged();
   });
 
-  test("an amount finer than the asset's decimal places is a 422 before any other rule", async () => {
-    for (const [asset, amount] of [
-      ["AED", "1.005"],
-      ["USD", "0.001"],
-    ]) {
-      const res = await deposit(body({ asset_id: asset, amount, partner_client_id: "nobody" }));
-      assert.equal(res.statusCode, 422);
-      assert.deepEqual(res.json().msg_detail, [
-        {
-          loc: ["body", "amount"],
-          msg: "Decimal input should have no more than 2 decimal places",
-          type: "decimal_max_places",
-        },
-      ]);
-      assert.equal((await withdraw(body({ asset_id: asset, amount }))).statusCode, 422);
+  test("amounts up to 8 decimal places whatever the asset's decimal_places: kept exactly, written at scale 8", async () => {
+    const db = ctx.services.database.db;
+    await insertClient(db, ctx.partner.id, 5);
+    await db
+      .insertInto("assets")
+      .values({
+        id: "KRW",
+        type: "fiat",
+        name_en: "Won",
+        decimal_places: 0,
+        published: true,
+        depositable: true,
+        withdrawable: true,
+        usd_rate: null,
+      })
+      .execute();
+    const order = async (res: {
+      statusCode: number;
+      body: string;
+      json(): { result: Record<string, unknown> };
+    }) => {
+      assert.equal(res.statusCode, 200, res.body);
+      const o = res.json().result;
+      // The order reads back as it was answered.
+      const read = await ctx.signed({ method: "GET", url: `/v1/partner/orders/${o.id}` });
+      assert.deepEqual(read.json().result, o);
+      return o;
+    };
+    for (const asset of ["AED", "KRW"]) {
+      const five = { partner_client_id: "client-5", asset_id: asset };
+      const deposits: [string, string][] = [
+        ["100.12345678", "100.12345678"],
+        ["0.0000001", "1.0E-7"],
+        ["1E-8", "1E-8"],
+      ];
+      for (const [amount, debit] of deposits) {
+        const o = await order(await deposit(body({ ...five, amount })));
+        assert.equal(o.debit, debit, amount);
+        assert.equal(o.debit_asset_id, asset);
+        assert.equal(o.credit, null);
+      }
+      assert.equal(await balance(asset, "client-5"), "100.12345689");
+      const withdrawals: [string, string, string][] = [
+        ["0.0000001", "1.0E-7", "100.12345679"],
+        ["1e-8", "1E-8", "100.12345678"],
+        ["100.12345678", "100.12345678", "0E-8"],
+      ];
+      for (const [amount, credit, left] of withdrawals) {
+        const o = await order(await withdraw(body({ ...five, amount })));
+        assert.equal(o.credit, credit, amount);
+        assert.equal(o.credit_asset_id, asset);
+        assert.equal(o.debit, null);
+        assert.equal(await balance(asset, "client-5"), left, amount);
+      }
+      // A ninth decimal place is still a 422, and changes nothing.
+      before_ = await moneyState(db);
+      for (const send of [deposit, withdraw]) {
+        const res = await send(body({ ...five, amount: "0.000000001" }));
+        assert.equal(res.statusCode, 422);
+        assert.deepEqual(res.json().msg_detail, [
+          {
+            loc: ["body", "amount"],
+            msg: "Decimal input should have no more than 8 decimal places",
+            type: "decimal_max_places",
+          },
+        ]);
+      }
+      await assertUnchanged();
     }
-    // An unknown asset is left to the asset rule.
-    assert.equal((await deposit(body({ asset_id: "XYZ", amount: "1.123" }))).json().code, 2012);
-    await assertUnchanged();
+    // The postings hold the amounts exactly, and every balance is its postings' sum.
+    const { rows } = await sql<{ amount: string }>`
+      SELECT p.amount::text AS amount FROM postings p JOIN accounts a ON a.id = p.account_id
+      WHERE a.kind = 'client' AND a.client_id = (SELECT id FROM clients WHERE partner_client_id = 'client-5'
+        AND partner_id = ${ctx.partner.id}) AND a.asset_id = 'AED' ORDER BY p.id`.execute(db);
+    assert.deepEqual(
+      rows.map((r) => r.amount),
+      ["100.12345678", "0.00000010", "0.00000001", "-0.00000010", "-0.00000001", "-100.12345678"],
+    );
+    assert.deepEqual(await checkLedger(db), []);
+    // A fine amount is no reason to skip the other rules: the client is still judged first.
+    before_ = await moneyState(db);
+    await assertError(await deposit(body({ partner_client_id: "nobody", amount: "1.005" })), 400, 2008);
+    await assertError(await deposit(body({ asset_id: "XYZ", amount: "1.123" })), 400, 2012);
   });
 
   test("missing fields are a 422 each; partner_order_ref is required and 1..255 characters", async () => {
@@ -315,7 +399,7 @@ describe("deposits and withdrawals", () => {
     assert.equal(theirs.statusCode, 200);
   });
 
-  test("the reference is checked before the client and the funds (DESIGN order of checks)", async () => {
+  test("the reference is checked before the client and the funds (docs/errors.md, order of checks)", async () => {
     const r = ref();
     assert.equal((await deposit(body({ partner_order_ref: r, amount: "3" }))).statusCode, 200);
     before_ = await moneyState(ctx.services.database.db);
@@ -363,7 +447,7 @@ describe("deposits and withdrawals", () => {
     assert.equal(ok.json().result.partner_order_ref, r);
   });
 
-  test("the ledger stays balanced after all of the above", async () => {
+  test("the ledger is balanced after whichever of the tests above ran before this one", async () => {
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
   });
 });

@@ -1,2 +1,3 @@
+export { fundingLegs } from "./funding-legs.ts";
 export { fundingRoutes } from "./funding-routes.ts";
-export { decimalPlacesError, FundingService, finerThanAsset, isDuplicateRef } from "./funding-service.ts";
+export { FundingService } from "./funding-service.ts";

@@ -1,18 +1,11 @@
-// GET /v1/partner/balances and /v1/partner/balances/{asset_id} (spec §4.2).
+// GET /v1/partner/balances and /v1/partner/balances/{asset_id} (docs/reference.md §4.2).
 
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { BalanceSchema } from "./balance-views.ts";
 import type { BalancesService } from "./balances-service.ts";
-
-export const BalanceSchema = Type.Object({
-  asset_id: Type.String(),
-  balance: Type.String(),
-  available_balance: Type.String(),
-  balance_usd: Type.String(),
-  available_balance_usd: Type.String(),
-});
 
 const ClientQuery = Type.Object({ partner_client_id: Type.String({ minLength: 1, maxLength: 255 }) });
 

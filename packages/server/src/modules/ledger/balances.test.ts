@@ -1,4 +1,4 @@
-// Spec §2.6, §4.2 (balances) and DESIGN: every catalog asset, zeros included, USD values from the
+// docs/reference.md §2.6, §4.2 (balances): every catalog asset, zeros included, USD values from the
 // asset's rate; 2008, 2012, and a 422 without partner_client_id.
 
 import assert from "node:assert/strict";
@@ -103,5 +103,48 @@ describe("balances", () => {
         { loc: ["query", "partner_client_id"], msg: "Field required", type: "missing" },
       ]);
     }
+  });
+
+  test("in catalog order; a crypto asset is valued at the sell price of its USD pair, the one and the list agree", async () => {
+    const priced = await ctx.adminRequest("PUT", "/admin/pairs/BTC-USD/price", {
+      buy: "100000",
+      sell: "90000",
+    });
+    assert.equal(priced.statusCode, 200, priced.body);
+    const quote = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/quotes",
+      body: { partner_client_id: "client-1", asset_pair: "BTC-USD", side: "buy", base_amount: "0.001" },
+    });
+    assert.equal(quote.statusCode, 200, quote.body);
+    const executed = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/quotes/execute",
+      body: { partner_client_id: "client-1", token: quote.json().result.token },
+    });
+    assert.equal(executed.json().result.status, "completed", executed.body);
+
+    const list = await ctx.signed({ method: "GET", url: "/v1/partner/balances?partner_client_id=client-1" });
+    const items = list.json().items as Record<string, string>[];
+    const assets = (await ctx.app.inject({ method: "GET", url: "/v1/public/assets" })).json().items as {
+      id: string;
+    }[];
+    assert.deepEqual(
+      items.map((i) => i.asset_id),
+      assets.map((a) => a.id),
+    );
+    const btc = items.find((i) => i.asset_id === "BTC");
+    assert.deepEqual(btc, {
+      asset_id: "BTC",
+      balance: "0.00100000",
+      available_balance: "0.00100000",
+      balance_usd: "90.00000000",
+      available_balance_usd: "90.00000000",
+    });
+    const one = await ctx.signed({
+      method: "GET",
+      url: "/v1/partner/balances/BTC?partner_client_id=client-1",
+    });
+    assert.deepEqual(one.json().result, btc);
   });
 });

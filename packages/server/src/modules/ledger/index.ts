@@ -1,11 +1,12 @@
-export { BalanceSchema, balancesRoutes } from "./balances-routes.ts";
-export { BalancesService, type BalanceView } from "./balances-service.ts";
+export { BalanceSchema, type BalanceView } from "./balance-views.ts";
+export { balancesRoutes } from "./balances-routes.ts";
+export { BalancesService } from "./balances-service.ts";
+export { LedgerAdminService } from "./ledger-admin.ts";
+export { checkLedger, clientBalances, legArguments } from "./ledger-store.ts";
 export {
-  checkLedger,
-  clientBalances,
-  houseSlot,
   type LedgerDifference,
-  type Leg,
-  legArguments,
-  orderLegs,
-} from "./ledger-store.ts";
+  LedgerDifferenceSchema,
+  type LedgerReport,
+  LedgerReportSchema,
+} from "./ledger-views.ts";
+export { houseSlot, type Leg, orderLegs } from "./legs.ts";

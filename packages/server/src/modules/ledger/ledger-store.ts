@@ -1,36 +1,18 @@
-// The double-entry core: posts an order's legs to accounts and postings in the caller's
-// transaction, and recomputes balances from postings for the ledger check. Balances change with
-// single guarded statements, never read-modify-write in application memory.
+// The double-entry core's queries: an order's legs as the arguments of the database's post_legs(),
+// the client's balances, and the balances recomputed from postings for the ledger check. Balances
+// change with single guarded statements, never read-modify-write in application memory.
 
-import { type RawBuilder, type Selectable, sql } from "kysely";
-import { type Db, preparedMarker } from "../../db/database.ts";
+import { type RawBuilder, sql } from "kysely";
+import type { Db } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
-import type { AccountKind, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
-
-export interface Leg {
-  kind: AccountKind;
-  /** The client of a client account; null for the partner's house accounts. */
-  clientId: number | null;
-  assetId: string;
-  /** Signed, at scale 8: positive credits the account's balance, negative debits it. */
-  amount: bigint;
-}
-
-/** House accounts per partner and asset are split into this many slots (migration 0006). */
-export const houseSlots = 16;
-
-/** The house slot an order of this client posts to. */
-export function houseSlot(clientId: number): number {
-  return clientId % houseSlots;
-}
-
-const kindRank: Record<AccountKind, number> = { client: 0, omnibus: 1, fee_revenue: 2, vat_payable: 3 };
+import type { LedgerDifference } from "./ledger-views.ts";
+import { type Leg, orderLegs } from "./legs.ts";
 
 /**
- * The last five arguments of the database's post_legs() (migration 0008), and of the functions
- * that call it: the house slot and the legs, checked and in lock order (`orderLegs`), as four
- * arrays. post_legs() applies one order's legs: a client leg that would take the available balance
+ * The last five arguments of the database's post_legs() (migration 0008; it checks their order
+ * itself since 0011), and of the functions that call it: the house slot and the legs, checked and
+ * in lock order (`orderLegs`), as four arrays. post_legs() applies one order's legs: a client leg that would take the available balance
  * below zero fails the whole post, and nothing has been written when it does. With several client
  * legs (a trade), the client's accounts are first locked in asset order and every debit is checked
  * against them; a single client debit is one guarded update. Accounts are always locked in one
@@ -41,63 +23,6 @@ export function legArguments(legs: readonly Leg[], slot: number): RawBuilder<unk
   const ordered = orderLegs(legs, slot);
   return sql`${slot}::smallint, ${ordered.map((l) => l.kind)}::text[], ${ordered.map((l) => l.clientId)}::bigint[],
              ${ordered.map((l) => l.assetId)}::text[], ${ordered.map((l) => moneyToPg(l.amount))}::numeric[]`;
-}
-
-/**
- * Checks an order's legs (they balance per asset; client legs have a client, and one client at
- * most; no zero) and puts them in lock order: client accounts by asset, then house accounts by kind
- * and asset. Throws on a programming error.
- */
-export function orderLegs(legs: readonly Leg[], slot: number): Leg[] {
-  if (!Number.isInteger(slot) || slot < 0 || slot >= houseSlots) throw new Error(`bad house slot ${slot}`);
-  const sums = new Map<string, bigint>();
-  let client: number | null = null;
-  for (const leg of legs) {
-    if (leg.amount === 0n) throw new Error("a posting of zero");
-    if ((leg.kind === "client") !== (leg.clientId !== null))
-      throw new Error("client legs need a client, house legs none");
-    if (leg.clientId !== null) {
-      if (client !== null && client !== leg.clientId) throw new Error("one order, one client");
-      client = leg.clientId;
-    }
-    sums.set(leg.assetId, (sums.get(leg.assetId) ?? 0n) + leg.amount);
-  }
-  for (const [asset, sum] of sums) if (sum !== 0n) throw new Error(`legs do not balance in ${asset}: ${sum}`);
-  return [...legs].sort(
-    (a, b) =>
-      kindRank[a.kind] - kindRank[b.kind] || (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0),
-  );
-}
-
-/** The SQLSTATE fund_order() raises when a withdrawal's available balance does not cover it. */
-export const insufficientFundsCode = "CP001";
-
-export interface FundingOrder {
-  partnerId: string;
-  clientId: number;
-  ref: string;
-  type: "deposit" | "withdrawal";
-  assetId: string;
-  /** > 0, at scale 8 */
-  amount: bigint;
-}
-
-/**
- * Records a completed bank deposit or withdrawal and posts it (the client's account against the
- * partner's omnibus account in the client's house slot) in one statement, with the database's
- * fund_order() (migration 0008). Throws the database's error: SQLSTATE `insufficientFundsCode` for
- * a withdrawal the available balance does not cover, 23505 on orders_partner_order_ref_key for a
- * reference already taken. Nothing is written when it throws.
- */
-export async function fundOrder(db: Db | Tx, order: FundingOrder): Promise<Selectable<OrdersTable>> {
-  const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM fund_order(${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
-                             ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
-                             ${houseSlot(order.clientId)}::smallint)
-  `.execute(db);
-  const row = rows[0];
-  if (row === undefined) throw new Error("fund_order returned no order");
-  return row;
 }
 
 export interface ClientBalanceRow {
@@ -122,14 +47,58 @@ export async function clientBalances(db: Db | Tx, clientId: number): Promise<Map
   return out;
 }
 
-export interface LedgerDifference {
-  kind: "account_balance" | "order_unbalanced" | "asset_unbalanced";
-  account_id?: number;
-  account?: string;
-  order_id?: number;
-  asset_id: string;
-  recorded?: string;
-  from_postings?: string;
+/** One line of a client's balance sheet: an asset, what the client holds of it, its USD rate. */
+export interface BalanceSheetLine {
+  assetId: string;
+  balance: bigint;
+  available: bigint;
+  /** The USD value of one unit at scale 8; 0 when the asset has none. */
+  usdRate: bigint;
+}
+
+/**
+ * A client's balances in one statement, for the balances reads: the client (by the partner's id
+ * for it), every catalog asset (or the one named) in catalog order (fiat first, then by id), what
+ * the client holds of each (zero without an account), and each asset's USD rate: 1 for USD, else
+ * the sell price of ASSET-USD, else the catalog's reference rate. `undefined` when the partner has
+ * no such client; `lines` is empty when the asset named is not in the catalog.
+ */
+export async function balanceSheet(
+  db: Db,
+  partnerId: string,
+  partnerClientId: string,
+  assetId: string | null,
+): Promise<{ clientId: number; lines: BalanceSheetLine[] } | undefined> {
+  const { rows } = await sql<{
+    client_id: number;
+    asset_id: string | null;
+    balance: string | null;
+    held: string | null;
+    usd_rate: string | null;
+  }>`
+    WITH c AS (SELECT id FROM clients WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId})
+    SELECT c.id AS client_id, a.id AS asset_id, acc.balance, acc.held,
+           CASE WHEN a.id = 'USD' THEN 1::numeric ELSE coalesce(p.sell, a.usd_rate) END AS usd_rate
+      FROM c
+      LEFT JOIN assets a ON (${assetId}::text IS NULL OR a.id = ${assetId}::text)
+      LEFT JOIN accounts acc ON acc.kind = 'client' AND acc.client_id = c.id AND acc.asset_id = a.id
+      LEFT JOIN asset_pairs p ON p.base_id = a.id AND p.quote_id = 'USD'
+     ORDER BY a.type DESC, a.id`.execute(db);
+  const first = rows[0];
+  if (first === undefined) return undefined;
+  const lines: BalanceSheetLine[] = [];
+  for (const r of rows) {
+    if (r.asset_id === null) continue;
+    const balance = r.balance === null ? 0n : moneyFromPg(r.balance);
+    const held = r.held === null ? 0n : moneyFromPg(r.held);
+    lines.push({
+      assetId: r.asset_id,
+      balance,
+      available: balance - held,
+      usdRate: r.usd_rate === null ? 0n : moneyFromPg(r.usd_rate),
+    });
+  }
+  return { clientId: first.client_id, lines };
 }
 
 /**

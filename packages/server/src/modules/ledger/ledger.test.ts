@@ -1,4 +1,4 @@
-// DESIGN "Money": double entry, balances as maintained rows recomputed by the ledger check, and the
+// docs/decisions.md "Money": double entry, balances as maintained rows recomputed by the ledger check, and the
 // database constraints behind each invariant. A fast-check property drives random sequences of
 // deposits and withdrawals through the service.
 
@@ -312,6 +312,113 @@ describe("ledger", () => {
     `.execute(ctx.services.database.db);
     return rows[0]!.t;
   }
+
+  test("post_legs() checks its own lock order: legs out of order are refused, and nothing is posted", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 6);
+    await deposit(client, "lock-order-1");
+    await deposit(client, "lock-order-2", "USD");
+    const order = await inTransaction(db, (tx) =>
+      insertOrder(tx, {
+        partner_id: ctx.partner.id,
+        client_id: client.id,
+        partner_order_ref: "out-of-order",
+        type: "deposit",
+        source: "bank",
+        status: "completed",
+        price: null,
+        debit: "1",
+        debit_asset_id: "EUR",
+        credit: null,
+        credit_asset_id: null,
+        fee: "0",
+        fee_asset_id: "EUR",
+        vat: "0",
+      }),
+    );
+    type LegRow = [kind: string, clientId: number | null, assetId: string, amount: string];
+    const post = (legs: LegRow[]) =>
+      sql<{ posted: boolean }>`
+        SELECT post_legs(${ctx.partner.id}::uuid, ${order.id}::bigint, ${houseSlot(client.id)}::smallint,
+                         ${legs.map((l) => l[0])}::text[], ${legs.map((l) => l[1])}::bigint[],
+                         ${legs.map((l) => l[2])}::text[], ${legs.map((l) => l[3])}::numeric[]) AS posted
+      `.execute(db);
+    const before = await ledgerRows();
+    const wrong: [string, LegRow[]][] = [
+      [
+        "a house leg before the client's",
+        [
+          ["omnibus", null, "EUR", "-1"],
+          ["client", client.id, "EUR", "1"],
+        ],
+      ],
+      [
+        "the client's legs not by asset",
+        [
+          ["client", client.id, "USD", "-1"],
+          ["client", client.id, "EUR", "1"],
+          ["omnibus", null, "EUR", "-1"],
+          ["omnibus", null, "USD", "1"],
+        ],
+      ],
+      [
+        "house legs not by kind",
+        [
+          ["client", client.id, "EUR", "-2"],
+          ["fee_revenue", null, "EUR", "1"],
+          ["omnibus", null, "EUR", "1"],
+        ],
+      ],
+    ];
+    for (const [what, legs] of wrong) {
+      await assert.rejects(post(legs), /post_legs: legs out of lock order/, what);
+    }
+    await assert.rejects(
+      post([
+        ["client", client.id, "EUR", "-1"],
+        ["client", client.id + 1, "USD", "1"],
+      ]),
+      /one client/,
+    );
+    assert.equal(await ledgerRows(), before, "nothing written");
+    assert.equal(
+      (
+        await sql<{
+          n: number;
+        }>`SELECT count(*)::int8 AS n FROM postings WHERE order_id = ${order.id}`.execute(db)
+      ).rows[0]?.n,
+      0,
+    );
+    // The same legs in lock order are posted.
+    const posted = await post([
+      ["client", client.id, "EUR", "-1"],
+      ["client", client.id, "USD", "1"],
+      ["omnibus", null, "EUR", "1"],
+      ["omnibus", null, "USD", "-1"],
+    ]);
+    assert.deepEqual(posted.rows, [{ posted: true }]);
+    assert.deepEqual(await checkLedger(db), []);
+  });
+
+  test("fund_order() takes its legs from the service and refuses legs that do not move the order's amount", async () => {
+    const db = ctx.services.database.db;
+    const client = await insertClient(db, ctx.partner.id, 7);
+    const slot = houseSlot(client.id);
+    const fund = (ref: string, clientAmount: string, houseAmount: string) =>
+      sql`SELECT * FROM fund_order(${ctx.partner.id}, ${client.id}, ${ref}, 'deposit', 'EUR', 1::numeric,
+                                   ${slot}::smallint, ${["client", "omnibus"]}::text[], ${[client.id, null]}::bigint[],
+                                   ${["EUR", "EUR"]}::text[], ${[clientAmount, houseAmount]}::numeric[])`.execute(
+        db,
+      );
+    const before = await ledgerRows();
+    await assert.rejects(fund("fund-legs-2", "2", "-2"), /fund_order: the legs do not move/);
+    await assert.rejects(fund("fund-legs-minus", "-1", "1"), /fund_order: the legs do not move/);
+    assert.equal(await ledgerRows(), before, "nothing written");
+    const { rows } = await fund("fund-legs-1", "1", "-1");
+    assert.equal(rows.length, 1);
+    assert.equal((await clientBalances(db, client.id)).get("EUR")?.balance, 100_000_000n);
+    assert.deepEqual(await checkLedger(db), []);
+  });
 
   test("a duplicate (partner, partner_order_ref) is refused by the database", async () => {
     const db = ctx.services.database.db;

@@ -1,10 +1,11 @@
-// The order as partners see it (spec §2.3): one shape for every type, decimals as strings.
+// The order as partners see it (docs/reference.md §2.3): one shape for every type, decimals as strings.
 
 import { formatDecimal, orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 import type { Selectable } from "kysely";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import { moneyFromPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
+import { literalUnion, pageSchema } from "../../platform/wire-schemas.ts";
 
 export { orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 
@@ -12,30 +13,36 @@ const Decimal = Type.String({ description: "decimal string (may use scientific n
 const NullableDecimal = Type.Union([Decimal, Type.Null()]);
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const OrderSchema = Type.Object({
-  id: Type.Integer(),
-  order_no: Type.String(),
-  partner_order_ref: NullableString,
-  partner_client_id: Type.String(),
-  type: Type.Union(orderTypes.map((t) => Type.Literal(t))),
-  source: Type.Union(orderSources.map((t) => Type.Literal(t))),
-  status: Type.Union(orderStatuses.map((t) => Type.Literal(t))),
-  price: NullableDecimal,
-  credit: NullableDecimal,
-  credit_asset_id: NullableString,
-  debit: NullableDecimal,
-  debit_asset_id: NullableString,
-  fee: Decimal,
-  fee_asset_id: Type.String(),
-  vat: Decimal,
-  created_at: Type.String(),
-  transitioned_at: Type.String(),
-  updated_at: Type.String(),
-});
+export const OrderSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    order_no: Type.String({ description: "A human label such as ORD-20261121-000042, never a lookup key." }),
+    partner_order_ref: NullableString,
+    partner_client_id: Type.String(),
+    type: literalUnion(orderTypes),
+    source: literalUnion(orderSources),
+    status: literalUnion(orderStatuses),
+    price: NullableDecimal,
+    credit: NullableDecimal,
+    credit_asset_id: NullableString,
+    debit: NullableDecimal,
+    debit_asset_id: NullableString,
+    fee: Decimal,
+    fee_asset_id: Type.String(),
+    vat: Decimal,
+    created_at: Type.String(),
+    transitioned_at: Type.String(),
+    updated_at: Type.String(),
+  },
+  { $id: "Order" },
+);
 
 export type OrderRow = Selectable<OrdersTable> & { partner_client_id: string };
 
-export type OrderView = ReturnType<typeof orderView>;
+export type OrderView = Static<typeof OrderSchema>;
+
+export const OrderPageSchema = pageSchema("OrderPage", OrderSchema);
+export type OrderPage = Static<typeof OrderPageSchema>;
 
 const decimalOrNull = (v: string | null) => (v === null ? null : formatDecimal(moneyFromPg(v)));
 
@@ -44,7 +51,7 @@ export function orderNumber(id: number, createdAt: string): string {
   return `ORD-${createdAt.slice(0, 10).replaceAll("-", "")}-${String(id).padStart(6, "0")}`;
 }
 
-export function orderView(o: OrderRow) {
+export function orderView(o: OrderRow): OrderView {
   return {
     id: o.id,
     order_no: orderNumber(o.id, o.created_at),

@@ -1,32 +1,25 @@
-// GET /v1/partner/orders/{id}, /orders/ref/{ref} and /orders (spec §4.5).
+// GET /v1/partner/orders/{id}, /orders/ref/{ref} and /orders (docs/reference.md §4.5).
 
 import type { FastifyInstance } from "fastify";
-import { Type } from "typebox";
-import type { OrderSource, OrderStatus } from "../../db/schema.ts";
+import { type Static, Type } from "typebox";
+import { limits } from "../../config/limits.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { DatetimeQuery, datetimeParam, PageQuery } from "../../http/query-schemas.ts";
-import { OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
+import { literalUnion } from "../../platform/wire-schemas.ts";
+import { OrderPageSchema, OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
 import type { OrdersService } from "./orders-service.ts";
 
 const ListQuery = Type.Object({
   partner_client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-  source: Type.Optional(Type.Array(Type.Union(orderSources.map((s) => Type.Literal(s))), { maxItems: 20 })),
-  status: Type.Optional(Type.Array(Type.Union(orderStatuses.map((s) => Type.Literal(s))), { maxItems: 20 })),
+  source: Type.Optional(Type.Array(literalUnion(orderSources), { maxItems: 20 })),
+  status: Type.Optional(Type.Array(literalUnion(orderStatuses), { maxItems: 20 })),
   from_datetime: Type.Optional(DatetimeQuery),
   to_datetime: Type.Optional(DatetimeQuery),
   ...PageQuery,
 });
 
-interface ListQueryType {
-  partner_client_id?: string;
-  source?: OrderSource[];
-  status?: OrderStatus[];
-  from_datetime?: string;
-  to_datetime?: string;
-  page?: number;
-  page_size?: number;
-}
+type ListQueryType = Static<typeof ListQuery>;
 
 export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void {
   app.get<{ Params: { order_id: string } }>(
@@ -82,12 +75,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
           "bound created_at, inclusive (a datetime without an offset is UTC).",
         querystring: ListQuery,
         response: {
-          200: Type.Object({
-            items: Type.Array(OrderSchema),
-            total: Type.Integer(),
-            page: Type.Integer(),
-            page_size: Type.Integer(),
-          }),
+          200: OrderPageSchema,
           ...errorResponses(["invalid_client"]),
         },
       },
@@ -101,7 +89,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
         from: datetimeParam("from_datetime", q.from_datetime),
         to: datetimeParam("to_datetime", q.to_datetime),
         page: q.page ?? 1,
-        pageSize: q.page_size ?? 10,
+        pageSize: q.page_size ?? limits.pageSizeDefault,
       });
       if (!result.ok) throw new HttpError(result.error);
       const { ok: _ok, ...body } = result;

@@ -1,11 +1,12 @@
-// Order look-ups for partners (spec §4.5): by id, by the partner's reference, and a filtered,
+// Order look-ups for partners (docs/reference.md §4.5): by id, by the partner's reference, and a filtered,
 // paginated list, newest first.
 
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
-import { lookUpClient } from "../clients/client-check.ts";
-import { type OrderView, orderView } from "./order-views.ts";
-import { findOrder, findOrderByRef, listOrders } from "./orders-store.ts";
+import type { Tx } from "../../db/transaction.ts";
+import { lookUpClient } from "../clients/index.ts";
+import { type OrderPage, type OrderView, orderView } from "./order-views.ts";
+import { findOrder, findOrderByRef, findOrdersByIds, listOrders } from "./orders-store.ts";
 
 export interface OrderListQuery {
   partnerClientId: string | null;
@@ -17,9 +18,7 @@ export interface OrderListQuery {
   pageSize: number;
 }
 
-export type OrderListResult =
-  | { ok: true; items: OrderView[]; total: number; page: number; page_size: number }
-  | { ok: false; error: "invalid_client" };
+export type OrderListResult = ({ ok: true } & OrderPage) | { ok: false; error: "invalid_client" };
 
 export class OrdersService {
   readonly #db: Db;
@@ -37,6 +36,19 @@ export class OrdersService {
   async getByRef(partnerId: string, ref: string): Promise<OrderView | null> {
     const row = await findOrderByRef(this.#db, partnerId, ref);
     return row ? orderView(row) : null;
+  }
+
+  /**
+   * The partner's orders among `ids`, as the API shows them, by id (absent ids are left out); in
+   * the caller's transaction when given one.
+   */
+  async views(
+    partnerId: string,
+    ids: readonly number[],
+    q: Db | Tx = this.#db,
+  ): Promise<Map<number, OrderView>> {
+    const rows = await findOrdersByIds(q, partnerId, ids);
+    return new Map(rows.map((r) => [r.id, orderView(r)]));
   }
 
   /** Errors: invalid_client (2008) for a partner_client_id filter that is not the partner's. */

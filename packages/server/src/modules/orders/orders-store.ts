@@ -42,6 +42,15 @@ export async function findOrderByRef(db: Q, partnerId: string, ref: string): Pro
     .executeTakeFirst();
 }
 
+/** The partner's orders among `ids` (the events feed renders its order events with them). */
+export async function findOrdersByIds(db: Q, partnerId: string, ids: readonly number[]): Promise<OrderRow[]> {
+  if (ids.length === 0) return [];
+  return withClient(db)
+    .where("o.partner_id", "=", partnerId)
+    .where("o.id", "in", [...ids])
+    .execute();
+}
+
 export interface OrderFilter {
   clientId: number | null;
   sources: OrderSource[];

@@ -1,4 +1,4 @@
-// Spec §4.5 and §8 pagination: look-up by id and by reference, the filtered list, 404 for another
+// docs/reference.md §4.5 and §8 pagination: look-up by id and by reference, the filtered list, 404 for another
 // partner's orders, 422 for bad filters and page bounds, 2008 for a foreign client filter.
 
 import assert from "node:assert/strict";

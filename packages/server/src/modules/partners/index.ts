@@ -5,9 +5,33 @@ export {
   type SignedRequest,
 } from "./partner-auth.ts";
 export {
+  AdminPartnerKeyListSchema,
+  AdminPartnerKeySchema,
+  AdminPartnerListSchema,
+  AdminPartnerSchema,
+  PartnerActiveBody,
+  PartnerCreateBody,
+  PartnerIpsBody,
+  PartnerKeyAddBody,
+  PartnerKeyBody,
+  type PartnerKeyView,
+  PartnerLimitsBody,
+  type PartnerView,
+} from "./partner-views.ts";
+export {
   type PartnerFailure,
+  type PartnerKeyResult,
+  type PartnerKeysResult,
   type PartnerResult,
   PartnersService,
-  type PartnerView,
 } from "./partners-service.ts";
 export { purgeExpiredSignatures } from "./partners-store.ts";
+export {
+  defaultRateLimits,
+  effectiveLimit,
+  type RateClass,
+  type RateDecision,
+  RateLimiter,
+  type RateLimitOverrides,
+  rateClasses,
+} from "./rate-limits.ts";

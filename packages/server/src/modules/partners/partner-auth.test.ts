@@ -1,4 +1,4 @@
-// DESIGN "Authentication": a failure takes no measurably different path for an unknown partner,
+// docs/decisions.md "Authentication": a failure takes no measurably different path for an unknown partner,
 // and the credentials a process keeps never stand in for the partner's row. The measurable part of
 // the path is the database: these tests count the statements each kind of request costs.
 
@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { KyselyPlugin } from "kysely";
-import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
 
 describe("partner authentication, statement by statement", () => {
@@ -51,6 +51,7 @@ describe("partner authentication, statement by statement", () => {
       signature: h["X-Signature"],
       method,
       target,
+      routed: true,
       body: Buffer.from(body),
       clientIp: "127.0.0.1",
     };
@@ -105,15 +106,32 @@ describe("partner authentication, statement by statement", () => {
     const auth = fresh();
     const post = (key = p.privateKeyPem) => cost(auth, request(p.id, key, "POST", "{}"));
     assert.deepEqual(await post(), { result: "ok", statements: 2 });
-    await ctx.services.partners.setActive(p.id, false);
+    await ctx.services.partners.setActive(p.id, false, testNote);
     assert.deepEqual(await post(), { result: "inactive_partner", statements: 1 });
-    await ctx.services.partners.setActive(p.id, true);
+    await ctx.services.partners.setActive(p.id, true, testNote);
     // Judged by the disabled row it kept: read again, judged again, then recorded.
     assert.deepEqual(await post(), { result: "ok", statements: 2 });
     const next = generateKeyPair();
-    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem)).ok);
+    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem, testNote)).ok);
     assert.deepEqual(await post(next.privateKeyPem), { result: "ok", statements: 2 });
     assert.deepEqual(await post(p.privateKeyPem), { result: "signature_mismatch", statements: 1 });
     assert.deepEqual(await post(next.privateKeyPem), { result: "ok", statements: 1 });
+  });
+
+  test("a target that is not what was routed, or not plain visible ASCII, is refused before any statement", async () => {
+    const auth = fresh();
+    const ok = request(ctx.partner.id, ctx.partner.privateKeyPem, "GET");
+    assert.deepEqual(await cost(auth, { ...ok, routed: false }), {
+      result: "path_not_routed",
+      statements: 0,
+    });
+    for (const target of [
+      "/v1/partner/asset-pairs#x",
+      "/v1/partner/asset-pairs\u00e9",
+      "/v1/partner/asset pairs",
+    ]) {
+      assert.deepEqual(await cost(auth, { ...ok, target }), { result: "bad_path", statements: 0 }, target);
+    }
+    assert.deepEqual(await cost(auth, ok), { result: "ok", statements: 1 });
   });
 });

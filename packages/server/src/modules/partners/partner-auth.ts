@@ -1,7 +1,11 @@
-// Verifies a signed partner request (spec §5, DESIGN "Authentication" and "Hardening"). Every
+// Verifies a signed partner request (docs/reference.md §5, docs/decisions.md "Authentication" and "Hardening"). Every
 // failure is the same answer to the caller; the cause is returned for the operator's debug log.
-// An unknown partner still costs a signature verification against a stand-in key, so the path
-// taken does not tell a valid partner id from an invalid one.
+// A partner has up to three active keys (docs/operations.md, "Rotating a partner's key"), tried
+// newest first. A refusal costs exactly three signature verifications, whatever the partner: its
+// active keys, padded with a stand-in key; an unknown partner is verified against the stand-in
+// three times. So the time of a refusal does not tell a valid partner id from an invalid one, or a
+// partner with one key from one with three. An acceptance stops at the key that verifies: only
+// that key's holder can make one, so its time tells nobody anything new (docs/decisions.md, "Keys").
 
 import type { KeyObject } from "node:crypto";
 import {
@@ -18,7 +22,10 @@ import { limits } from "../../config/limits.ts";
 import type { Db } from "../../db/database.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Clock } from "../../platform/clock.ts";
+import { type SharedState, unavailable } from "../../platform/redis.ts";
+import { isUuid } from "../../platform/uuid.ts";
 import { type PartnerCredentials, readCredentials } from "./partners-store.ts";
+import type { RateLimitOverrides } from "./rate-limits.ts";
 
 export type AuthFailureCause =
   | "missing_header"
@@ -28,6 +35,7 @@ export type AuthFailureCause =
   | "stale_timestamp"
   | "bad_signature_encoding"
   | "bad_path"
+  | "path_not_routed"
   | "unknown_partner"
   | "inactive_partner"
   | "no_public_key"
@@ -36,7 +44,9 @@ export type AuthFailureCause =
   | "replay"
   | "partner_changing";
 
-export type AuthResult = { ok: true; partnerId: string } | { ok: false; cause: AuthFailureCause };
+export type AuthResult =
+  | { ok: true; partnerId: string; rateLimits: RateLimitOverrides }
+  | { ok: false; cause: AuthFailureCause };
 
 export interface SignedRequest {
   /** Header values as received; an array means the header was sent more than once. */
@@ -46,12 +56,16 @@ export interface SignedRequest {
   method: string;
   /** The raw request target, as on the request line. */
   target: string;
+  /** Whether the target's path is the path the router matched; false is a 401. */
+  routed: boolean;
   body: Uint8Array | undefined;
   clientIp: string;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const stateChanging = new Set(["POST", "PUT", "DELETE", "PATCH"]);
+
+/** Verifications per request: the most active keys a partner may hold (PartnersService). */
+export const verificationsPerRequest = 3;
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
@@ -63,10 +77,19 @@ export class PartnerAuthenticator {
   readonly #credentials = new Map<string, PartnerCredentials>();
   readonly #allowLists = new Map<string, Cidr[]>();
   readonly #standInKey: KeyObject;
+  /** With REDIS_URL: where accepted signatures are recorded (docs/decisions.md, "Shared state"). */
+  readonly #shared: SharedState | null;
+  /**
+   * Until when (process clock) signatures are also recorded in the database: while Redis is away,
+   * and for one signature window after, so a request recorded in the database during the outage is
+   * still known when Redis is back.
+   */
+  #databaseGuardUntilMs = 0;
 
-  constructor(db: Db, clock: Clock) {
+  constructor(db: Db, clock: Clock, shared: SharedState | null = null) {
     this.#db = db;
     this.#clock = clock;
+    this.#shared = shared;
     const standIn = parsePublicKey(generateKeyPair().publicKeyPem);
     if (!standIn.ok) throw new Error("could not make the stand-in key");
     this.#standInKey = standIn.key;
@@ -80,24 +103,27 @@ export class PartnerAuthenticator {
     if (Array.isArray(partnerId) || Array.isArray(timestamp) || Array.isArray(signature)) {
       return fail("duplicate_header");
     }
-    if (!uuidPattern.test(partnerId)) return fail("bad_partner_id");
+    // Either case is accepted: PostgreSQL matches a UUID whatever its case.
+    if (!isUuid(partnerId.toLowerCase())) return fail("bad_partner_id");
     if (!/^[0-9]{13}$/.test(timestamp)) return fail("bad_timestamp");
     if (!checkTimestamp(timestamp, this.#clock.nowMs())) return fail("stale_timestamp");
     const sigBytes = decodeSignature(signature);
     if (sigBytes === null) return fail("bad_signature_encoding");
     const path = canonicalPath(req.target);
     if (path === null) return fail("bad_path");
+    if (!req.routed) return fail("path_not_routed");
 
     const id = partnerId.toLowerCase();
     const canonical = canonicalString({ timestamp, method: req.method, path, body: req.body ?? "" });
-    const expiresAtIso = stateChanging.has(req.method)
-      ? isoFromMs(Number(timestamp) + limits.timestampWindowMs + 1_000)
-      : null;
+    const expiresAtMs = Number(timestamp) + limits.timestampWindowMs + 1_000;
+    const expiresAtIso = stateChanging.has(req.method) ? isoFromMs(expiresAtMs) : null;
 
-    // Every request reads the partner's row, so that a disable, a new key or a new allow-list
-    // takes effect at once in every process. A state-changing request also records its signature
-    // in that same statement; for that the signature is judged first, by the credentials this
-    // process last read, and the statement records it only if the row still holds them.
+    // Every request reads the partner's row and active keys, so that a disable, a key added or
+    // retired, or a new allow-list takes effect at once in every process. A state-changing request
+    // also records its signature in that same statement (in Redis instead, when REDIS_URL is set
+    // and Redis answers); for that the signature is judged first,
+    // by the credentials this process last read, and the statement records it only if the row
+    // still holds them.
     let partner = this.#credentials.get(id);
     let current = false;
     if (partner === undefined) {
@@ -107,14 +133,19 @@ export class PartnerAuthenticator {
     }
     for (let round = 0; round < 3; round++) {
       // Verified even when the partner is unknown (against a stand-in key): an unknown partner
-      // costs one statement and one verification, as a known one does.
+      // costs one statement and three verifications, as a refused known one does.
       const judged = this.#judge(partner, canonical, sigBytes, req.clientIp);
       if (current && (!judged.ok || expiresAtIso === null)) return judged;
+      const inDatabase = expiresAtIso !== null && this.#recordInDatabase();
       const record =
-        judged.ok && partner !== undefined && expiresAtIso !== null
+        judged.ok && partner !== undefined && expiresAtIso !== null && inDatabase
           ? { signature: sigBytes, expiresAtIso, judgedBy: partner }
           : undefined;
-      const read = await readCredentials(this.#db, id, record);
+      // A row read a moment ago by this request need not be read again unless it records.
+      const read =
+        current && record === undefined
+          ? { partner, recorded: false }
+          : await readCredentials(this.#db, id, record);
       if (!sameCredentials(read.partner, partner)) {
         // Changed since this process last read it: judge again by the row as it is now.
         partner = read.partner;
@@ -122,12 +153,54 @@ export class PartnerAuthenticator {
         current = true;
         continue;
       }
-      if (!judged.ok) return judged;
-      if (expiresAtIso !== null && !read.recorded) return fail("replay");
-      return judged;
+      // The budgets as the row holds them now (they do not change the judgement).
+      const judgedNow = judged.ok && read.partner !== undefined ? withLimits(judged, read.partner) : judged;
+      if (!judgedNow.ok || expiresAtIso === null) return judgedNow;
+      if (record !== undefined && !read.recorded) return fail("replay");
+      if (this.#shared === null) return judgedNow;
+      const shared = await this.#recordShared(id, sigBytes, expiresAtMs);
+      if (shared === "replay") return fail("replay");
+      if (shared === "recorded" || record !== undefined) return judgedNow;
+      // Redis failed on this very request: the database records it instead.
+      this.#databaseGuardUntilMs = this.#clock.nowMs() + limits.timestampWindowMs + 1_000;
+      const again = await readCredentials(this.#db, id, {
+        signature: sigBytes,
+        expiresAtIso,
+        judgedBy: partner!,
+      });
+      if (!sameCredentials(again.partner, partner)) {
+        partner = again.partner;
+        this.#remember(id, partner);
+        current = true;
+        continue;
+      }
+      return again.recorded ? judgedNow : fail("replay");
     }
     // The row changed under every read: refuse rather than loop.
     return fail("partner_changing");
+  }
+
+  /** Whether a state-changing request is recorded in the database (no Redis, or Redis away). */
+  #recordInDatabase(): boolean {
+    if (this.#shared === null) return true;
+    if (!this.#shared.available) {
+      this.#databaseGuardUntilMs = this.#clock.nowMs() + limits.timestampWindowMs + 1_000;
+      return true;
+    }
+    return this.#clock.nowMs() < this.#databaseGuardUntilMs;
+  }
+
+  /** Records an accepted signature in Redis until its window closes (SET NX PX: one atomic call). */
+  async #recordShared(
+    partnerId: string,
+    sigBytes: Buffer,
+    expiresAtMs: number,
+  ): Promise<"recorded" | "replay" | "unavailable"> {
+    const ttlMs = Math.max(1_000, expiresAtMs - this.#clock.nowMs());
+    const key = `counterpart:sig:${partnerId}:${sigBytes.toString("base64")}`;
+    const answer = await this.#shared!.run((redis) => redis.set(key, "1", "PX", ttlMs, "NX"));
+    if (answer === unavailable) return "unavailable";
+    return answer === "OK" ? "recorded" : "replay";
   }
 
   /** Judges a request by a partner's credentials, without the replay guard. */
@@ -137,14 +210,24 @@ export class PartnerAuthenticator {
     sigBytes: Buffer,
     clientIp: string,
   ): AuthResult {
-    const key = partner?.public_key_pem ? this.#key(partner.public_key_pem) : null;
-    const verified = verifySignature(key ?? this.#standInKey, canonical, sigBytes);
+    const keys: KeyObject[] = [];
+    for (const pem of partner?.public_keys ?? []) {
+      const key = this.#key(pem);
+      if (key !== null) keys.push(key);
+    }
+    // Stops at the key that verifies; a refusal verifies every slot, padded with the stand-in key,
+    // so that every refusal costs the same.
+    let verified = false;
+    const slots = Math.max(verificationsPerRequest, keys.length);
+    for (let i = 0; i < slots && !verified; i++) {
+      verified = verifySignature(keys[i] ?? this.#standInKey, canonical, sigBytes) && i < keys.length;
+    }
     if (partner === undefined) return fail("unknown_partner");
     if (!partner.active) return fail("inactive_partner");
-    if (key === null) return fail("no_public_key");
+    if (keys.length === 0) return fail("no_public_key");
     if (!this.#ipAllowed(partner.allowed_ips, clientIp)) return fail("ip_not_allowed");
     if (!verified) return fail("signature_mismatch");
-    return { ok: true, partnerId: partner.id };
+    return withLimits({ ok: true, partnerId: partner.id, rateLimits: noOverrides }, partner);
   }
 
   #remember(id: string, partner: PartnerCredentials | undefined): void {
@@ -188,10 +271,24 @@ function sameCredentials(a: PartnerCredentials | undefined, b: PartnerCredential
   return (
     a.id === b.id &&
     a.active === b.active &&
-    a.public_key_pem === b.public_key_pem &&
+    a.public_keys.length === b.public_keys.length &&
+    a.public_keys.every((pem, i) => pem === b.public_keys[i]) &&
     a.allowed_ips.length === b.allowed_ips.length &&
     a.allowed_ips.every((ip, i) => ip === b.allowed_ips[i])
   );
+}
+
+const noOverrides: RateLimitOverrides = { reads: null, writes: null, quotes: null };
+
+function withLimits(result: AuthResult & { ok: true }, partner: PartnerCredentials): AuthResult {
+  return {
+    ...result,
+    rateLimits: {
+      reads: partner.rate_limit_reads,
+      writes: partner.rate_limit_writes,
+      quotes: partner.rate_limit_quotes,
+    },
+  };
 }
 
 function fail(cause: AuthFailureCause): AuthResult {

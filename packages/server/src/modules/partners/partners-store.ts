@@ -11,6 +11,9 @@ export interface PartnerRow {
   public_key_pem: string | null;
   allowed_ips: string[];
   active: boolean;
+  rate_limit_reads: number | null;
+  rate_limit_writes: number | null;
+  rate_limit_quotes: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -44,8 +47,99 @@ export async function updatePartner(
     .executeTakeFirst();
 }
 
-/** What a signed request is judged by: the partner's key, allow-list and state. */
-export type PartnerCredentials = Pick<PartnerRow, "id" | "public_key_pem" | "allowed_ips" | "active">;
+export interface PartnerKeyRow {
+  id: string;
+  partner_id: string;
+  label: string;
+  public_key_pem: string;
+  created_at: string;
+  retired_at: string | null;
+}
+
+/** Every key of a partner, retired ones too, oldest first. */
+export async function listPartnerKeys(db: Db | Tx, partnerId: string): Promise<PartnerKeyRow[]> {
+  return db
+    .selectFrom("partner_keys")
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+}
+
+/** Locks the partner's row, so that key changes of one partner happen one at a time. */
+export async function lockPartner(tx: Tx, id: string): Promise<boolean> {
+  const row = await tx
+    .selectFrom("partners")
+    .select("id")
+    .where("id", "=", id)
+    .forUpdate()
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function insertPartnerKey(
+  db: Db | Tx,
+  row: { id: string; partner_id: string; label: string; public_key_pem: string; created_at: string },
+): Promise<PartnerKeyRow> {
+  return db.insertInto("partner_keys").values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Retires the given active keys of a partner (all of them without `keyId`); returns those retired. */
+export async function retirePartnerKeys(
+  db: Db | Tx,
+  partnerId: string,
+  nowIso: string,
+  keyId?: string,
+): Promise<PartnerKeyRow[]> {
+  let q = db
+    .updateTable("partner_keys")
+    .set({ retired_at: nowIso })
+    .where("partner_id", "=", partnerId)
+    .where("retired_at", "is", null);
+  if (keyId !== undefined) q = q.where("id", "=", keyId);
+  return q.returningAll().execute();
+}
+
+/**
+ * Sets partners.public_key_pem to the partner's newest active key (null without one), for the
+ * processes of the version before migration 0012 that read only that column.
+ */
+export async function mirrorNewestKey(
+  db: Db | Tx,
+  id: string,
+  nowIso: string,
+): Promise<PartnerRow | undefined> {
+  return db
+    .updateTable("partners")
+    .set({
+      public_key_pem: (eb) =>
+        eb
+          .selectFrom("partner_keys")
+          .select("partner_keys.public_key_pem")
+          .where("partner_keys.partner_id", "=", id)
+          .where("partner_keys.retired_at", "is", null)
+          .orderBy("partner_keys.created_at", "desc")
+          .orderBy("partner_keys.id", "desc")
+          .limit(1),
+      updated_at: nowIso,
+    })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** What a signed request is judged by: the partner's active keys (newest first), allow-list and state. */
+export interface PartnerCredentials {
+  id: string;
+  public_keys: string[];
+  allowed_ips: string[];
+  active: boolean;
+  /** The operator's rate-limit budgets (requests per minute); null: the default. */
+  rate_limit_reads: number | null;
+  rate_limit_writes: number | null;
+  rate_limit_quotes: number | null;
+}
 
 export interface SignatureRecord {
   /** The decoded signature bytes. */
@@ -54,6 +148,17 @@ export interface SignatureRecord {
   /** The credentials the signature was accepted by. */
   judgedBy: PartnerCredentials;
 }
+
+// The active keys are read in the same statement as the partner's row, so a request is judged by
+// one snapshot of both: a key retired or added is seen by the next request in every process.
+// Newest first: after a rotation the partner signs with the new key, which is then tried first.
+// The rate-limit budgets come with them: a request's limits cost no statement of their own.
+const credentialColumns = sql`p.id, p.allowed_ips, p.active,
+  p.rate_limit_reads, p.rate_limit_writes, p.rate_limit_quotes, ARRAY(
+  SELECT k.public_key_pem FROM partner_keys k
+  WHERE k.partner_id = p.id AND k.retired_at IS NULL
+  ORDER BY k.created_at DESC, k.id DESC
+) AS public_keys`;
 
 /**
  * Reads a partner's credentials and, with `record`, records an accepted signature in the same
@@ -68,17 +173,17 @@ export async function readCredentials(
 ): Promise<{ partner: PartnerCredentials | undefined; recorded: boolean }> {
   if (record === undefined) {
     const { rows } = await sql<PartnerCredentials>`${sql.raw(preparedMarker)}
-      SELECT id, public_key_pem, allowed_ips, active FROM partners WHERE id = ${id}
+      SELECT ${credentialColumns} FROM partners p WHERE p.id = ${id}
     `.execute(db);
     return { partner: rows[0], recorded: false };
   }
   const { judgedBy } = record;
   const { rows } = await sql<PartnerCredentials & { recorded: boolean }>`${sql.raw(preparedMarker)}
-    WITH p AS (SELECT id, public_key_pem, allowed_ips, active FROM partners WHERE id = ${id}),
+    WITH p AS (SELECT ${credentialColumns} FROM partners p WHERE p.id = ${id}),
     rec AS (
       INSERT INTO used_signatures (partner_id, signature, expires_at)
       SELECT p.id, ${record.signature}, ${record.expiresAtIso}::timestamptz FROM p
-      WHERE p.active AND p.public_key_pem = ${judgedBy.public_key_pem}
+      WHERE p.active AND p.public_keys = ${judgedBy.public_keys}::text[]
         AND p.allowed_ips = ${judgedBy.allowed_ips}::text[]
       ON CONFLICT DO NOTHING
       RETURNING 1
@@ -89,6 +194,20 @@ export async function readCredentials(
   if (row === undefined) return { partner: undefined, recorded: false };
   const { recorded, ...partner } = row;
   return { partner, recorded };
+}
+
+/** Sets a partner's rate-limit budgets; `undefined` leaves one as it is, null restores the default. */
+export async function updateRateLimits(
+  db: Db | Tx,
+  id: string,
+  changes: { reads?: number | null; writes?: number | null; quotes?: number | null },
+  nowIso: string,
+): Promise<PartnerRow | undefined> {
+  const set: Record<string, number | null | string> = { updated_at: nowIso };
+  if (changes.reads !== undefined) set.rate_limit_reads = changes.reads;
+  if (changes.writes !== undefined) set.rate_limit_writes = changes.writes;
+  if (changes.quotes !== undefined) set.rate_limit_quotes = changes.quotes;
+  return db.updateTable("partners").set(set).where("id", "=", id).returningAll().executeTakeFirst();
 }
 
 export async function purgeExpiredSignatures(db: Db | Tx, nowIso: string): Promise<number> {

@@ -1,4 +1,18 @@
 export { type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
+export { tradeLegs } from "./trade-legs.ts";
+export { type AdminResult, type PairRow, TradingAdminService } from "./trading-admin.ts";
+export {
+  AdminPairSchema,
+  type AdminPairView,
+  AdminPartnerFeesSchema,
+  type AdminPartnerFeesView,
+  AdminPartnerPairSchema,
+  type AdminPartnerPairView,
+  PairChangesBody,
+  PairPriceBody,
+  PartnerFeesChangesBody,
+  PartnerPairChangesBody,
+} from "./trading-admin-views.ts";
 export { tradingRoutes } from "./trading-routes.ts";
 export { TradingService, tokenPattern } from "./trading-service.ts";
 export { QuoteSchema, type QuoteView } from "./trading-views.ts";

@@ -1,4 +1,4 @@
-// Pure pricing (DESIGN "Trading"): no I/O, every rounding names its direction, always against the
+// Pure pricing (docs/decisions.md, "Trading"): no I/O, every rounding names its direction, always against the
 // client. Amounts are bigints at scale 8; computed amounts are rounded to the quote asset's
 // decimal places before anything else uses them.
 
@@ -51,6 +51,11 @@ export function priceQuote(input: PricingInput): Priced {
     vat,
     vatPercentage: input.vatPercentage,
   };
+}
+
+/** An amount finer than an asset's decimal places (0.0000001 of a 6-decimal asset). */
+export function finerThanAsset(amount: bigint, decimalPlaces: number): boolean {
+  return amount % 10n ** BigInt(8 - decimalPlaces) !== 0n;
 }
 
 /** What the client must hold to place the order: quote asset when buying, base asset when selling. */

@@ -1,4 +1,4 @@
-// Issue "Concurrency on PostgreSQL", trading part; DESIGN "Trading" and "Money": one quote token
+// Concurrency on PostgreSQL, trading part (docs/decisions.md, "Trading" and "Money"): one quote token
 // executed many times at once makes one order; buys racing on a balance that affords ten make
 // exactly ten orders and reject the rest (HTTP 200, status rejected), never overdrawing; a mixed
 // race of buys and sells on one client ends exactly where the completed orders say, with a clean

@@ -1,25 +1,32 @@
-// POST /v1/partner/quotes and /v1/partner/quotes/execute (spec §4.3).
+// POST /v1/partner/quotes and /v1/partner/quotes/execute.
 
+import { tradeSides } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { literalUnion } from "../../platform/wire-schemas.ts";
 import { OrderSchema } from "../orders/index.ts";
 import { type TradingService, tokenPattern } from "./trading-service.ts";
 import { QuoteSchema } from "./trading-views.ts";
 
 const QuoteBody = Type.Object({
   partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
-  asset_pair: Type.String({ minLength: 1, maxLength: 32 }),
-  side: Type.Union([Type.Literal("buy"), Type.Literal("sell")]),
-  base_amount: Type.String({ maxLength: 128, description: "decimal string > 0" }),
+  asset_pair: Type.String({ minLength: 1, maxLength: 32, description: 'A pair id, e.g. "BTC-AED".' }),
+  side: literalUnion(tradeSides),
+  base_amount: Type.String({
+    maxLength: 128,
+    description:
+      "decimal string > 0 with at most the base asset's decimal places (a finer amount is a 422, told after 2013)",
+  }),
 });
 
 const ExecuteBody = Type.Object({
   partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
   token: Type.String({
     maxLength: 64,
+    description: "The token of a quote for the same client, before its lifetime runs out.",
     pattern: tokenPattern.source,
     "x-error": {
       type: "string_pattern_mismatch",
@@ -41,9 +48,7 @@ const QuoteErrorDetail = Type.Union([
 ]);
 
 export function tradingRoutes(app: FastifyInstance, trading: TradingService): void {
-  app.post<{
-    Body: { partner_client_id: string; asset_pair: string; side: "buy" | "sell"; base_amount: string };
-  }>(
+  app.post<{ Body: Static<typeof QuoteBody> }>(
     "/v1/partner/quotes",
     {
       schema: {
@@ -89,7 +94,7 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
     },
   );
 
-  app.post<{ Body: { partner_client_id: string; token: string; partner_order_ref?: string | null } }>(
+  app.post<{ Body: Static<typeof ExecuteBody> }>(
     "/v1/partner/quotes/execute",
     {
       schema: {

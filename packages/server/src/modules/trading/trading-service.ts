@@ -1,28 +1,19 @@
-// Quotes and their execution (spec §4.3, DESIGN "Trading" and "Money"). A quote prices the trade
+// Quotes and their execution (docs/decisions.md, "Trading" and "Money"). A quote prices the trade
 // and checks funds; its token executes it once, at the quoted price, in one transaction that
 // re-checks funds atomically: when they are gone the order is `rejected` and nothing moves.
 
 import crypto from "node:crypto";
 import { type ErrorName, type FieldError, formatDecimal } from "@counterpart/protocol";
 import type { Db } from "../../db/database.ts";
-import { dbNow } from "../../db/now.ts";
-import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
-import { pgErrorCode, withRetries } from "../../db/transaction.ts";
+import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
+import { withRetries } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
-import { findAsset } from "../catalog/catalog-store.ts";
-import { checkClientCanTransact } from "../clients/client-check.ts";
-import { decimalPlacesError, finerThanAsset, isDuplicateRef } from "../funding/index.ts";
-import { clientBalances, type Leg } from "../ledger/index.ts";
+import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
-import { priceQuote, requiredFunds, type Side } from "./quote.ts";
-import {
-  executeQuote,
-  findTradingPair,
-  findUsableQuote,
-  insertQuote,
-  unspendableTokenCode,
-} from "./trading-store.ts";
+import { finerThanAsset, priceQuote, requiredFunds, type Side } from "./quote.ts";
+import { tradeLegs } from "./trade-legs.ts";
+import { executeQuote, findExecutionFacts, findQuoteFacts, insertQuote } from "./trading-store.ts";
 import { type QuoteView, quoteView } from "./trading-views.ts";
 
 export const tokenPattern = /^qt_[A-Za-z0-9_-]{43}$/;
@@ -46,6 +37,15 @@ export interface ExecuteRequest {
 
 export type ExecuteResult = { ok: true; order: OrderView } | { ok: false; error: ErrorName };
 
+/** The 422 of a base amount finer than the base asset's decimal places, in Pydantic's words. */
+export function decimalPlacesError(loc: (string | number)[], decimalPlaces: number): FieldError {
+  return {
+    loc,
+    msg: `Decimal input should have no more than ${decimalPlaces} decimal place${decimalPlaces === 1 ? "" : "s"}`,
+    type: "decimal_max_places",
+  };
+}
+
 function hashToken(token: string): Buffer {
   return crypto.createHash("sha256").update(token).digest();
 }
@@ -64,47 +64,58 @@ export class TradingService {
   }
 
   /**
-   * Errors, in this order: validation_error (a base amount finer than the base asset's decimal
-   * places), invalid_client, client_not_verified, client_deactivated (2008-2010),
-   * invalid_asset_pair (2013), trading_not_available (4000), trading_temporarily_unavailable
-   * (4001), amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005).
+   * Errors, in the order of docs/decisions.md ("Order of checks on quotes"): invalid_client,
+   * client_not_verified, client_deactivated (2008-2010), invalid_asset_pair (2013), validation_error
+   * (a base amount finer than the base asset's decimal places: it needs the pair, so it comes right
+   * after it), trading_not_available (4000), trading_temporarily_unavailable (4001),
+   * amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005).
    */
   async quote(partnerId: string, req: QuoteRequest): Promise<QuoteResult> {
-    // A base amount the base asset cannot hold is bad input (422), reported before the client and
-    // the pair; the base asset is read from the pair id, and an unknown one is left for 2013.
-    const baseAsset = /^([A-Z0-9]{2,10})-[A-Z0-9]{2,10}$/.exec(req.pairId)?.[1];
-    const base = baseAsset === undefined ? undefined : await findAsset(this.#db, baseAsset);
-    if (base !== undefined && finerThanAsset(req.baseAmount, base.decimal_places)) {
+    const facts = await findQuoteFacts(
+      this.#db,
+      partnerId,
+      req.partnerClientId,
+      req.pairId,
+      this.#clock,
+      this.#staleAfterSeconds,
+    );
+    const client = judgeClient(facts.client ?? undefined);
+    if (!client.ok) return { ok: false, error: client.error, detail: null };
+    const pair = facts.pair;
+    if (pair === undefined) return { ok: false, error: "invalid_asset_pair", detail: null };
+    // A base amount the base asset cannot hold can never be traded, whatever the pair's state: it
+    // is told before 4000/4001 (which may pass) and before any quote is priced from it.
+    if (finerThanAsset(req.baseAmount, pair.base_decimals)) {
       return {
         ok: false,
         error: "validation_error",
-        detail: [decimalPlacesError(["body", "base_amount"], base.decimal_places)],
+        detail: [decimalPlacesError(["body", "base_amount"], pair.base_decimals)],
       };
     }
-    const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
-    if (!client.ok) return { ok: false, error: client.error, detail: null };
-    const now = dbNow(this.#clock);
-    const pair = await findTradingPair(this.#db, partnerId, req.pairId, now, this.#staleAfterSeconds);
-    if (pair === undefined) return { ok: false, error: "invalid_asset_pair", detail: null };
 
     const priced = priceQuote({
       side: req.side,
       baseAmount: req.baseAmount,
-      buyPrice: moneyFromPg(pair.buy),
-      sellPrice: moneyFromPg(pair.sell),
+      buyPrice: pair.buy,
+      sellPrice: pair.sell,
       quoteDecimals: pair.quote_decimals,
-      feeRate: moneyFromPg(pair.fee_rate),
-      vatPercentage: pair.vat_percentage === null ? null : moneyFromPg(pair.vat_percentage),
+      feeRate: pair.fee_rate,
+      vatPercentage: pair.vat_percentage,
     });
-    const vatStored = pair.vat_percentage === null ? null : trimPercentage(pair.vat_percentage);
+    const vatStored = pair.vat_percentage === null ? null : percentageText(pair.vat_percentage);
     const detailQuote = quoteView(priced, vatStored, pair.lifetime_s, null);
     if (!pair.tradable) return { ok: false, error: "trading_not_available", detail: { quote: detailQuote } };
     if (pair.stale)
       return { ok: false, error: "trading_temporarily_unavailable", detail: { quote: detailQuote } };
-    const min = moneyFromPg(pair.min_volume);
-    const max = moneyFromPg(pair.max_volume);
-    // A trade too small to be worth a unit of the quote asset is below the minimum too.
-    if (priced.baseAmount < min || priced.quoteAmount === 0n) {
+    const min = pair.min_volume;
+    const max = pair.max_volume;
+    // A trade too small to be worth a unit of the quote asset, or a sell whose fee and VAT would
+    // eat the proceeds, is below the minimum too; 4004 is told before 4003.
+    if (
+      priced.baseAmount < min ||
+      priced.quoteAmount === 0n ||
+      (req.side === "sell" && priced.quoteAmount <= priced.fee + priced.vat)
+    ) {
       return {
         ok: false,
         error: "amount_below_minimum",
@@ -118,16 +129,8 @@ export class TradingService {
         detail: { limit: formatDecimal(max), quote: detailQuote },
       };
     }
-    if (req.side === "sell" && priced.quoteAmount <= priced.fee + priced.vat) {
-      return {
-        ok: false,
-        error: "amount_below_minimum",
-        detail: { limit: formatDecimal(min), quote: detailQuote },
-      };
-    }
     const need = requiredFunds(priced);
-    const balances = await clientBalances(this.#db, client.client.id);
-    const available = balances.get(need.asset === "base" ? pair.base_id : pair.quote_id)?.available ?? 0n;
+    const available = need.asset === "base" ? facts.baseAvailable : facts.quoteAvailable;
     if (available < need.amount)
       return { ok: false, error: "insufficient_funds", detail: { quote: detailQuote } };
 
@@ -140,15 +143,15 @@ export class TradingService {
         clientId: client.client.id,
         pairId: pair.id,
         side: req.side,
-        price: moneyToPg(priced.price),
-        baseAmount: moneyToPg(priced.baseAmount),
-        quoteAmount: moneyToPg(priced.quoteAmount),
-        fee: moneyToPg(priced.fee),
-        vat: moneyToPg(priced.vat),
+        price: priced.price,
+        baseAmount: priced.baseAmount,
+        quoteAmount: priced.quoteAmount,
+        fee: priced.fee,
+        vat: priced.vat,
         vatPercentage: vatStored,
         lifetimeSeconds: pair.lifetime_s,
       },
-      now,
+      this.#clock,
     );
     return { ok: true, quote: quoteView(priced, vatStored, pair.lifetime_s, token) };
   }
@@ -159,12 +162,10 @@ export class TradingService {
    * order in status `rejected`, not an error.
    */
   async execute(partnerId: string, req: ExecuteRequest): Promise<ExecuteResult> {
-    const client = await checkClientCanTransact(this.#db, partnerId, req.partnerClientId);
     const tokenHash = hashToken(req.token);
-    const now = dbNow(this.#clock);
-    const quote = client.ok
-      ? await findUsableQuote(this.#db, tokenHash, partnerId, client.client.id, now)
-      : undefined;
+    const facts = await findExecutionFacts(this.#db, partnerId, req.partnerClientId, tokenHash, this.#clock);
+    const client = judgeClient(facts.client ?? undefined);
+    const quote = client.ok ? facts.quote : undefined;
     // The reference comes first. When the client and the token pass, the unique index decides: the
     // order row goes in before the token is spent or any balance moves. Only a request that fails
     // another check looks its reference up (as funding does).
@@ -175,36 +176,16 @@ export class TradingService {
       return client.ok ? { ok: false, error: "invalid_trading_token" } : client;
     }
 
-    const buying = quote.side === "buy";
-    const base = moneyFromPg(quote.base_amount);
-    const quoteAmount = moneyFromPg(quote.quote_amount);
-    const fee = moneyFromPg(quote.fee);
-    const vat = moneyFromPg(quote.vat);
-    const legs: Leg[] = buying
-      ? [
-          { kind: "client", clientId: client.client.id, assetId: quote.base_id, amount: base },
-          {
-            kind: "client",
-            clientId: client.client.id,
-            assetId: quote.quote_id,
-            amount: -(quoteAmount + fee + vat),
-          },
-          { kind: "omnibus", clientId: null, assetId: quote.base_id, amount: -base },
-          { kind: "omnibus", clientId: null, assetId: quote.quote_id, amount: quoteAmount },
-        ]
-      : [
-          { kind: "client", clientId: client.client.id, assetId: quote.base_id, amount: -base },
-          {
-            kind: "client",
-            clientId: client.client.id,
-            assetId: quote.quote_id,
-            amount: quoteAmount - fee - vat,
-          },
-          { kind: "omnibus", clientId: null, assetId: quote.base_id, amount: base },
-          { kind: "omnibus", clientId: null, assetId: quote.quote_id, amount: -quoteAmount },
-        ];
-    if (fee > 0n) legs.push({ kind: "fee_revenue", clientId: null, assetId: quote.quote_id, amount: fee });
-    if (vat > 0n) legs.push({ kind: "vat_payable", clientId: null, assetId: quote.quote_id, amount: vat });
+    const { slot, legs } = tradeLegs({
+      clientId: client.client.id,
+      side: quote.side,
+      baseId: quote.base_id,
+      quoteId: quote.quote_id,
+      baseAmount: quote.base_amount,
+      quoteAmount: quote.quote_amount,
+      fee: quote.fee,
+      vat: quote.vat,
+    });
 
     // The order, the spent quote and the posting in one statement (execute_quote, migration 0009).
     // The order row goes in first: a concurrent request with the same reference waits on the
@@ -216,22 +197,24 @@ export class TradingService {
           clientId: client.client.id,
           ref: req.partnerOrderRef,
           tokenHash,
-          now,
+          clock: this.#clock,
           quote,
           legs,
+          slot,
         }),
       );
       return { ok: true, order: orderView({ ...order, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
-      if (pgErrorCode(err) === unspendableTokenCode) return { ok: false, error: "invalid_trading_token" };
-      if (isDuplicateRef(err)) return { ok: false, error: "duplicate_order_ref" };
+      if (databaseError(err)?.kind === "unspendable_token")
+        return { ok: false, error: "invalid_trading_token" };
+      if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
       throw err;
     }
   }
 }
 
-/** NUMERIC(38,8) text of a percentage back to its stored scale of 4. */
-function trimPercentage(text: string): string {
-  const [whole = "0", frac = ""] = text.split(".");
-  return `${whole}.${frac.slice(0, 4).padEnd(4, "0")}`;
+/** A percentage at scale 8 (0 to 100, at most 4 decimals) as stored and shown: at scale 4. */
+function percentageText(value: bigint): string {
+  const units = 100_000_000n;
+  return `${value / units}.${(value % units).toString().padStart(8, "0").slice(0, 4)}`;
 }

@@ -3,13 +3,34 @@
 
 import { type RawBuilder, type Selectable, sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
+import { dbNow } from "../../db/now.ts";
+import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
-import { houseSlot, type Leg, legArguments } from "../ledger/index.ts";
+import type { Clock } from "../../platform/clock.ts";
+import { type Leg, legArguments } from "../ledger/index.ts";
 
 type Q = Db | Tx;
 
+/** A pair as one partner sees it; prices, volumes and rates at scale 8. */
 export interface TradingPair {
+  id: string;
+  base_id: string;
+  quote_id: string;
+  base_decimals: number;
+  quote_decimals: number;
+  buy: bigint;
+  sell: bigint;
+  tradable: boolean;
+  min_volume: bigint;
+  max_volume: bigint;
+  lifetime_s: number;
+  fee_rate: bigint;
+  vat_percentage: bigint | null;
+  stale: boolean;
+}
+
+interface TradingPairText {
   id: string;
   base_id: string;
   quote_id: string;
@@ -26,15 +47,12 @@ export interface TradingPair {
   stale: boolean;
 }
 
-/** The pair if it exists and is not withheld from the partner. */
-export async function findTradingPair(
-  db: Q,
-  partnerId: string,
-  pairId: string,
-  now: RawBuilder<string>,
-  staleAfterSeconds: number,
-): Promise<TradingPair | undefined> {
-  const { rows } = await sql<TradingPair>`
+/**
+ * The pair if it exists and is not withheld from the partner, as a subquery; stale when its price
+ * is older than `staleAfterSeconds` by the database's clock (db/now.ts).
+ */
+function pairQuery(partnerId: string, pairId: string, now: RawBuilder<string>, staleAfterSeconds: number) {
+  return sql`
     SELECT p.id, p.base_id, p.quote_id, b.decimal_places AS base_decimals, q.decimal_places AS quote_decimals,
            p.buy::text AS buy, p.sell::text AS sell, p.tradable, p.min_volume::text AS min_volume,
            p.max_volume::text AS max_volume, p.lifetime_s,
@@ -46,23 +64,95 @@ export async function findTradingPair(
     JOIN assets q ON q.id = p.quote_id
     JOIN partners pa ON pa.id = ${partnerId}
     LEFT JOIN partner_pairs pp ON pp.pair_id = p.id AND pp.partner_id = pa.id
-    WHERE p.id = ${pairId} AND coalesce(pp.available, true)
-  `.execute(db);
-  return rows[0];
+    WHERE p.id = ${pairId} AND coalesce(pp.available, true)`;
 }
 
+function tradingPair(r: TradingPairText): TradingPair {
+  return {
+    ...r,
+    buy: moneyFromPg(r.buy),
+    sell: moneyFromPg(r.sell),
+    min_volume: moneyFromPg(r.min_volume),
+    max_volume: moneyFromPg(r.max_volume),
+    fee_rate: moneyFromPg(r.fee_rate),
+    vat_percentage: r.vat_percentage === null ? null : moneyFromPg(r.vat_percentage),
+  };
+}
+
+/** What a quote is decided on, read in one statement. */
+export interface QuoteFacts {
+  /** The partner's client (judgeClient decides on it), null when there is none. */
+  client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
+  /** The pair as the partner sees it (pairQuery), undefined when absent or withheld. */
+  pair: TradingPair | undefined;
+  /** The client's available balances (balance − held) of the pair's base and quote assets; 0 without an account. */
+  baseAvailable: bigint;
+  quoteAvailable: bigint;
+}
+
+/**
+ * The client, the pair as the partner sees it, and the client's available balances of the pair's
+ * two assets, in one statement (one snapshot): a quote decides on these, then inserts itself.
+ */
+export async function findQuoteFacts(
+  db: Q,
+  partnerId: string,
+  partnerClientId: string,
+  pairId: string,
+  clock: Clock,
+  staleAfterSeconds: number,
+): Promise<QuoteFacts> {
+  const { rows } = await sql<
+    Partial<TradingPairText> & {
+      client: QuoteFacts["client"];
+      base_available: string | null;
+      quote_available: string | null;
+    }
+  >`${sql.raw(preparedMarker)}
+    WITH c AS (SELECT id, partner_client_id, status, active FROM clients
+                WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId}),
+         pr AS (${pairQuery(partnerId, pairId, dbNow(clock), staleAfterSeconds)})
+    SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status,
+                                     'active', active) FROM c) AS client,
+           pr.*,
+           (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
+             WHERE a.kind = 'client' AND a.asset_id = pr.base_id) AS base_available,
+           (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
+             WHERE a.kind = 'client' AND a.asset_id = pr.quote_id) AS quote_available
+    FROM (VALUES (1)) AS one (x) LEFT JOIN pr ON true
+  `.execute(db);
+  const r = rows[0];
+  if (r === undefined) throw new Error("findQuoteFacts: no row");
+  const { client, base_available, quote_available, ...pair } = r;
+  return {
+    client: client ?? null,
+    pair: pair.id === null || pair.id === undefined ? undefined : tradingPair(pair as TradingPairText),
+    baseAvailable: base_available === null ? 0n : moneyFromPg(base_available),
+    quoteAvailable: quote_available === null ? 0n : moneyFromPg(quote_available),
+  };
+}
+
+/** A quote's stored terms; amounts at scale 8. */
 export interface QuoteRow {
   id: number;
   pair_id: string;
   base_id: string;
   quote_id: string;
   side: "buy" | "sell";
+  price: bigint;
+  base_amount: bigint;
+  quote_amount: bigint;
+  fee: bigint;
+  vat: bigint;
+}
+
+type QuoteRowText = Omit<QuoteRow, "price" | "base_amount" | "quote_amount" | "fee" | "vat"> & {
   price: string;
   base_amount: string;
   quote_amount: string;
   fee: string;
   vat: string;
-}
+};
 
 export async function insertQuote(
   db: Q,
@@ -72,75 +162,113 @@ export async function insertQuote(
     clientId: number;
     pairId: string;
     side: "buy" | "sell";
-    price: string;
-    baseAmount: string;
-    quoteAmount: string;
-    fee: string;
-    vat: string;
+    price: bigint;
+    baseAmount: bigint;
+    quoteAmount: bigint;
+    fee: bigint;
+    vat: bigint;
+    /** The percentage as stored, at scale 4 (NUMERIC(7,4) text) */
     vatPercentage: string | null;
     lifetimeSeconds: number;
   },
-  now: RawBuilder<string>,
+  clock: Clock,
 ): Promise<void> {
+  const now = dbNow(clock);
   await sql`
     INSERT INTO quotes (token_hash, partner_id, client_id, pair_id, side, price, base_amount, quote_amount,
                         fee, vat, vat_percentage, created_at, expires_at)
-    VALUES (${row.tokenHash}, ${row.partnerId}, ${row.clientId}, ${row.pairId}, ${row.side}, ${row.price},
-            ${row.baseAmount}, ${row.quoteAmount}, ${row.fee}, ${row.vat}, ${row.vatPercentage}, ${now},
+    VALUES (${row.tokenHash}, ${row.partnerId}, ${row.clientId}, ${row.pairId}, ${row.side},
+            ${moneyToPg(row.price)}, ${moneyToPg(row.baseAmount)}, ${moneyToPg(row.quoteAmount)},
+            ${moneyToPg(row.fee)}, ${moneyToPg(row.vat)}, ${row.vatPercentage}, ${now},
             ${now} + make_interval(secs => ${row.lifetimeSeconds}))
   `.execute(db);
 }
-
-/** The SQLSTATE execute_quote() raises when the token's quote cannot be spent (any more). */
-export const unspendableTokenCode = "CP002";
 
 export interface QuoteExecution {
   partnerId: string;
   clientId: number;
   ref: string | null;
   tokenHash: Buffer;
-  now: RawBuilder<string>;
+  clock: Clock;
   quote: QuoteRow;
+  /** The trade's legs and house slot (tradeLegs()). */
   legs: readonly Leg[];
+  slot: number;
 }
 
 /**
  * Records the trade of a quote in one statement, with the database's execute_quote() (migration
  * 0009): the order first, then the quote spent and linked to it, then its legs posted. Funds gone
  * since the quote leave the order rejected, nothing posted and the quote spent. Throws the
- * database's error: SQLSTATE `unspendableTokenCode` for a token that cannot be spent, 23505 on
+ * database's error (db/errors.ts): an unspendable token, a unique violation on
  * orders_partner_order_ref_key for a reference already taken; nothing is written when it throws.
  */
 export async function executeQuote(db: Q, e: QuoteExecution): Promise<Selectable<OrdersTable>> {
   const q = e.quote;
   const buying = q.side === "buy";
+  const base = moneyToPg(q.base_amount);
+  const quote = moneyToPg(q.quote_amount);
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
     SELECT * FROM execute_quote(
-      ${e.partnerId}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${e.now}, ${q.side}, ${q.price}::numeric,
-      ${buying ? q.base_amount : q.quote_amount}::numeric, ${buying ? q.base_id : q.quote_id},
-      ${buying ? q.quote_amount : q.base_amount}::numeric, ${buying ? q.quote_id : q.base_id},
-      ${q.fee}::numeric, ${q.quote_id}, ${q.vat}::numeric, ${legArguments(e.legs, houseSlot(e.clientId))})
+      ${e.partnerId}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
+      ${buying ? base : quote}::numeric, ${buying ? q.base_id : q.quote_id},
+      ${buying ? quote : base}::numeric, ${buying ? q.quote_id : q.base_id},
+      ${moneyToPg(q.fee)}::numeric, ${q.quote_id}, ${moneyToPg(q.vat)}::numeric, ${legArguments(e.legs, e.slot)})
   `.execute(db);
   const row = rows[0];
   if (row === undefined) throw new Error("execute_quote returned no order");
   return row;
 }
 
-/** The quote behind a token, if this client may still execute it (read without locking). */
-export async function findUsableQuote(
+function quoteRow(r: QuoteRowText): QuoteRow {
+  return {
+    ...r,
+    price: moneyFromPg(r.price),
+    base_amount: moneyFromPg(r.base_amount),
+    quote_amount: moneyFromPg(r.quote_amount),
+    fee: moneyFromPg(r.fee),
+    vat: moneyFromPg(r.vat),
+  };
+}
+
+/** What an execution is decided on, read in one statement (without locking). */
+export interface ExecutionFacts {
+  /** The partner's client (judgeClient decides on it), null when there is none. */
+  client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
+  /** The quote behind the token, if this client may still execute it: unspent and not expired. */
+  quote: QuoteRow | undefined;
+}
+
+/** The client and the quote behind a token, in one statement: an execution decides on these. */
+export async function findExecutionFacts(
   db: Q,
-  tokenHash: Buffer,
   partnerId: string,
-  clientId: number,
-  now: RawBuilder<string>,
-): Promise<QuoteRow | undefined> {
-  const { rows } = await sql<QuoteRow>`
-    SELECT q.id, q.pair_id, p.base_id, p.quote_id, q.side, q.price::text AS price,
-           q.base_amount::text AS base_amount, q.quote_amount::text AS quote_amount,
-           q.fee::text AS fee, q.vat::text AS vat
-    FROM quotes q JOIN asset_pairs p ON p.id = q.pair_id
-    WHERE q.token_hash = ${tokenHash} AND q.partner_id = ${partnerId} AND q.client_id = ${clientId}
-      AND q.spent_at IS NULL AND q.expires_at > ${now}
+  partnerClientId: string,
+  tokenHash: Buffer,
+  clock: Clock,
+): Promise<ExecutionFacts> {
+  const now = dbNow(clock);
+  const { rows } = await sql<
+    Partial<QuoteRowText> & { client: ExecutionFacts["client"] }
+  >`${sql.raw(preparedMarker)}
+    WITH c AS (SELECT id, partner_client_id, status, active FROM clients
+                WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId}),
+         u AS (SELECT q.id, q.pair_id, p.base_id, p.quote_id, q.side, q.price::text AS price,
+                      q.base_amount::text AS base_amount, q.quote_amount::text AS quote_amount,
+                      q.fee::text AS fee, q.vat::text AS vat
+                 FROM quotes q JOIN asset_pairs p ON p.id = q.pair_id JOIN c ON q.client_id = c.id
+                WHERE q.token_hash = ${tokenHash} AND q.partner_id = ${partnerId}
+                  AND q.spent_at IS NULL AND q.expires_at > ${now})
+    SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status,
+                                     'active', active) FROM c) AS client,
+           u.*
+    FROM (VALUES (1)) AS one (x) LEFT JOIN u ON true
   `.execute(db);
-  return rows[0];
+  const r = rows[0];
+  if (r === undefined) throw new Error("findExecutionFacts: no row");
+  const { client, ...quote } = r;
+  return {
+    client: client ?? null,
+    quote: quote.id === null || quote.id === undefined ? undefined : quoteRow(quote as QuoteRowText),
+  };
 }

@@ -1,30 +1,26 @@
-// The quote as partners see it (spec §2.7), and its schema.
+// The quote as partners see it, and its schema.
 
 import { formatDecimal, formatDecimalAtScale } from "@counterpart/protocol";
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
 import type { Priced } from "./quote.ts";
 
-export const QuoteSchema = Type.Object({
-  market_price: Type.String(),
-  base_amount: Type.String(),
-  quote_amount: Type.String(),
-  fee_amount: Type.String(),
-  vat_percentage: Type.Union([Type.String(), Type.Null()]),
-  vat_amount: Type.String(),
-  lifetime: Type.Integer({ description: "seconds" }),
-  token: Type.Union([Type.String(), Type.Null()]),
-});
+export const QuoteSchema = Type.Object(
+  {
+    market_price: Type.String(),
+    base_amount: Type.String(),
+    quote_amount: Type.String(),
+    fee_amount: Type.String(),
+    vat_percentage: Type.Union([Type.String(), Type.Null()]),
+    vat_amount: Type.String(),
+    lifetime: Type.Integer({ description: "Seconds the token stays valid." }),
+    token: Type.Union([Type.String(), Type.Null()], {
+      description: "What POST /v1/partner/quotes/execute takes; null inside error details.",
+    }),
+  },
+  { $id: "Quote" },
+);
 
-export interface QuoteView {
-  market_price: string;
-  base_amount: string;
-  quote_amount: string;
-  fee_amount: string;
-  vat_percentage: string | null;
-  vat_amount: string;
-  lifetime: number;
-  token: string | null;
-}
+export type QuoteView = Static<typeof QuoteSchema>;
 
 /** A percentage as stored (NUMERIC(7,4)), written at its own scale. */
 export function percentageText(stored: string | null): string | null {

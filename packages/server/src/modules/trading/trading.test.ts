@@ -1,7 +1,7 @@
-// Spec §4.3, §2.5, §2.7, the trading codes of §7.3, DESIGN "Trading" and "Money": every quote and
-// execution error, in DESIGN's order, with nothing changed after a failure; execution at the
-// quoted price; rejected executions; fees and VAT per partner; expiry and staleness on the
-// injected clock (no test sleeps).
+// Quotes and execution (docs/decisions.md, "Trading" and "Money"; the trading codes of
+// docs/errors.md): every quote and execution error, in the documented order, with nothing changed
+// after a failure; execution at the quoted price; rejected executions; fees and VAT per partner;
+// expiry and staleness on the injected clock (no test sleeps).
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
@@ -65,6 +65,16 @@ describe("quotes and execution", () => {
     return res.json().result.available_balance;
   }
 
+  /**
+   * A verified client of the test's own with `aed` AED, for a test that checks exact balances: its
+   * figures then depend on nothing another test did, whatever the order.
+   */
+  async function ownClient(n: number, aed: string): Promise<string> {
+    const { partnerClientId } = await insertClient(ctx.services.database.db, ctx.partner.id, n);
+    await fund(partnerClientId, "AED", aed);
+    return partnerClientId;
+  }
+
   let snapshot: MoneyState;
   beforeEach(async () => {
     snapshot = await moneyState(ctx.services.database.db);
@@ -89,11 +99,12 @@ describe("quotes and execution", () => {
     await assertUnchanged();
   });
 
-  test("execute a buy at the quoted price: order per §2.3, balances moved, ledger clean", async () => {
-    const q = (await quote()).json().result;
+  test("execute a buy at the quoted price: the order's legs, balances moved, ledger clean", async () => {
+    const client = await ownClient(11, "100000");
+    const q = (await quote({ partner_client_id: client })).json().result;
     // The price moves after the quote; execution keeps the quoted price.
     await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "360000", sell: "359000" });
-    const res = await execute({ token: q.token, partner_order_ref: "buy-1" });
+    const res = await execute({ token: q.token, partner_client_id: client, partner_order_ref: "buy-1" });
     assert.equal(res.statusCode, 200);
     const o = res.json().result;
     assert.equal(o.type, "buy");
@@ -108,18 +119,22 @@ describe("quotes and execution", () => {
     assert.equal(o.fee_asset_id, "AED");
     assert.equal(o.vat, "0E-8");
     assert.equal(o.partner_order_ref, "buy-1");
-    assert.equal(await balance("BTC"), "0.01000000");
-    assert.equal(await balance("AED"), "96482.50000000");
+    assert.equal(await balance("BTC", client), "0.01000000");
+    assert.equal(await balance("AED", client), "96482.50000000");
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
     await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
   });
 
   test("execute a sell: debit is the quote asset received, credit the base asset given", async () => {
-    const q = (await quote({ side: "sell", base_amount: "0.004" })).json().result;
+    // 0.01 BTC bought first, as in the test above: 96482.50 AED left.
+    const client = await ownClient(12, "100000");
+    const bought = (await quote({ partner_client_id: client })).json().result;
+    assert.equal((await execute({ token: bought.token, partner_client_id: client })).statusCode, 200);
+    const q = (await quote({ partner_client_id: client, side: "sell", base_amount: "0.004" })).json().result;
     assert.equal(q.market_price, "349000.00000000");
     assert.equal(q.quote_amount, "1396.00000000");
     assert.equal(q.fee_amount, "6.98000000");
-    const res = await execute({ token: q.token });
+    const res = await execute({ token: q.token, partner_client_id: client });
     const o = res.json().result;
     assert.equal(o.type, "sell");
     assert.equal(o.partner_order_ref, null);
@@ -127,8 +142,8 @@ describe("quotes and execution", () => {
     assert.equal(o.debit_asset_id, "AED");
     assert.equal(o.credit, "0.00400000");
     assert.equal(o.credit_asset_id, "BTC");
-    assert.equal(await balance("BTC"), "0.00600000");
-    assert.equal(await balance("AED"), "97871.52000000");
+    assert.equal(await balance("BTC", client), "0.00600000");
+    assert.equal(await balance("AED", client), "97871.52000000");
     // Without a reference the order is found by id only.
     const byId = await ctx.signed({ method: "GET", url: `/v1/partner/orders/${o.id}` });
     assert.equal(byId.json().result.id, o.id);
@@ -171,11 +186,13 @@ describe("quotes and execution", () => {
       .where("asset_id", "=", "AED")
       .orderBy("kind")
       .execute();
+    // House accounts are split into slots by client: one row per slot that holds a fee. This is
+    // the file's only execution with VAT, so one vat_payable row holds exactly its VAT.
+    assert.deepEqual([...new Set(revenue.map((r) => r.kind))], ["fee_revenue", "vat_payable"]);
     assert.deepEqual(
-      revenue.map((r) => r.kind),
-      ["fee_revenue", "vat_payable"],
+      revenue.filter((r) => r.kind === "vat_payable").map((r) => r.balance),
+      ["0.35000000"],
     );
-    assert.equal(revenue[1]?.balance, "0.35000000");
   });
 
   test("quote validation: 422 for side, amounts and missing fields", async () => {
@@ -192,12 +209,9 @@ describe("quotes and execution", () => {
       assert.deepEqual(res.json().msg_detail[0].loc, ["body", field]);
       if (type) assert.equal(res.json().msg_detail[0].type, type);
     }
-    // USDT has 6 decimal places: a finer base amount is refused before the client is looked at.
-    const fine = await quote({
-      asset_pair: "USDT-AED",
-      base_amount: "1.0000001",
-      partner_client_id: "nobody",
-    });
+    // USDT has 6 decimal places: a finer base amount is refused once the pair is known (the order
+    // of checks is walked in check-order.test.ts).
+    const fine = await quote({ asset_pair: "USDT-AED", base_amount: "1.0000001" });
     assert.equal(fine.statusCode, 422);
     assert.deepEqual(fine.json().msg_detail[0], {
       loc: ["body", "base_amount"],
@@ -335,12 +349,15 @@ describe("quotes and execution", () => {
   });
 
   test("execute: 2008/2009/2010 for the client, and 2020 (409) for a reused reference, before the token", async () => {
+    // A trade of this test's own holds the reference reused below.
+    const first = (await quote()).json().result;
+    assert.equal((await execute({ token: first.token, partner_order_ref: "trade-ref-1" })).statusCode, 200);
     const q = (await quote()).json().result;
     snapshot = await moneyState(ctx.services.database.db);
     assert.equal((await execute({ token: q.token, partner_client_id: "nobody" })).json().code, 2008);
     assert.equal((await execute({ token: q.token, partner_client_id: "client-2" })).json().code, 2009);
     assert.equal((await execute({ token: q.token, partner_client_id: "client-3" })).json().code, 2010);
-    const dup = await execute({ token: q.token, partner_order_ref: "buy-1" });
+    const dup = await execute({ token: q.token, partner_order_ref: "trade-ref-1" });
     assert.equal(dup.statusCode, 409);
     assert.deepEqual(dup.json(), {
       code: 2020,
@@ -351,7 +368,7 @@ describe("quotes and execution", () => {
     assert.equal(dupBadToken.json().code, 2020, "deposits and trades share one reference namespace");
     // The reference before the client too.
     for (const who of ["nobody", "client-2", "client-3"]) {
-      const r = await execute({ token: q.token, partner_client_id: who, partner_order_ref: "buy-1" });
+      const r = await execute({ token: q.token, partner_client_id: who, partner_order_ref: "trade-ref-1" });
       assert.equal(r.json().code, 2020, who);
     }
     await assertUnchanged();

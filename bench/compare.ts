@@ -1,0 +1,403 @@
+// Counterpart against the reference (bench/reference-server.ts) in one run: both started on one
+// fresh database of the local PostgreSQL, the service with 2 API processes and the reference with
+// as many, each loaded in turn with the same connections and duration. For each side: throughput,
+// p50/p99, the CPU of the server's whole process tree per operation and the CPU of the database's
+// backends per operation (both from /proc), and the ratio Counterpart ÷ reference.
+
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { generateKeyPair } from "@counterpart/protocol";
+import pg from "pg";
+import { type DatabaseHandle, openDatabase } from "../packages/server/src/db/database.ts";
+import { insertClient } from "../packages/server/src/testing/fixtures.ts";
+import {
+  type Child,
+  clockTicksPerSecond,
+  fixed,
+  hostBusyTicks,
+  type LoadOptions,
+  measureTarget,
+  type Partner,
+  printTable,
+  runLoad,
+  type ScenarioContext,
+  type Service,
+  startPortReporter,
+  startService,
+  type TargetResult,
+} from "./lib.ts";
+import { backendsOf, CpuSampler, freshBenchDatabase, intFromEnv, processTree } from "./proc.ts";
+import { prepareReferenceTables } from "./reference-db.ts";
+
+export const adminToken = "bench-admin-token-0123456789abcdef";
+/** The service's default pool per process (DATABASE_POOL_SIZE), given to both sides. */
+const poolSize = 10;
+
+// ---------------------------------------------------------------------------------------------
+// Both servers on one database
+
+export interface Pair {
+  dbName: string;
+  databaseUrl: string;
+  service: Service;
+  adminUrl: string;
+  reference: { child: Child; url: string };
+  partner: Partner;
+  /** The service's database through its own handle (Kysely), for setup and checks. */
+  database: DatabaseHandle;
+  /** A plain connection for the reference's tables. */
+  pgClient: pg.Client;
+  workers: number;
+  clientCount: number;
+}
+
+/**
+ * A fresh database, the service on it (BENCH_WORKERS API processes, default 2), a partner made
+ * through the admin API, BENCH_CLIENTS verified clients (default 64) straight into the database,
+ * the reference's tables with a balance row per client and asset (`referenceAed` of AED), and the
+ * reference server with as many processes as the service.
+ */
+export async function startPair(ctx: ScenarioContext, options: { referenceAed: string }): Promise<Pair> {
+  const workers = intFromEnv("BENCH_WORKERS", 2, 1, 64);
+  const clientCount = intFromEnv("BENCH_CLIENTS", 64, 1, 100_000);
+  const { dbName, databaseUrl } = await freshBenchDatabase(ctx.cleanup);
+  process.stdout.write(`bench: database ${dbName}\n`);
+  const service = await startService(ctx.cleanup, {
+    dataDir: path.join(ctx.scratchDir, "data"),
+    env: {
+      DATABASE_URL: databaseUrl,
+      WORKERS: String(workers),
+      ADMIN_TOKEN: adminToken,
+      DATABASE_POOL_SIZE: String(poolSize),
+    },
+  });
+  const adminUrl = service.adminUrl;
+  if (adminUrl === null) throw new Error("the service runs no admin API");
+
+  const keys = generateKeyPair();
+  const created = await adminCall(adminUrl, "POST", "/admin/partners", {
+    name: "Bench Partner",
+    public_key_pem: keys.publicKeyPem,
+    allowed_ips: ["127.0.0.1/32", "::1/128"],
+  });
+  if (created.status !== 201) throw new Error(`partner create answered ${created.status}: ${created.body}`);
+  const partner: Partner = {
+    partnerId: (JSON.parse(created.body) as { result: { id: string } }).result.id,
+    privateKey: crypto.createPrivateKey(keys.privateKeyPem),
+  };
+  // Rate limits stay on (their cost is part of what is measured), with budgets far above the load.
+  const budgets = await adminCall(adminUrl, "PUT", `/admin/partners/${partner.partnerId}/limits`, {
+    reads: 10_000_000,
+    writes: 10_000_000,
+    quotes: 10_000_000,
+  });
+  if (budgets.status !== 200) throw new Error(`partner limits answered ${budgets.status}: ${budgets.body}`);
+  const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
+  ctx.cleanup.add("close the bench's database pool", () => database.close());
+  for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
+
+  const pgClient = new pg.Client({ connectionString: databaseUrl });
+  await pgClient.connect();
+  ctx.cleanup.add("close the bench's database connection", () => pgClient.end());
+  await prepareReferenceTables(pgClient, partner.partnerId, options.referenceAed);
+
+  const configFile = path.join(ctx.scratchDir, "reference.json");
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      databaseUrl,
+      partnerId: partner.partnerId,
+      publicKeyPem: keys.publicKeyPem,
+      workers,
+      poolSize,
+      // The level startService gives the service.
+      logLevel: "warn",
+    }),
+  );
+  const reference = await startPortReporter(ctx.cleanup, "reference", [
+    path.join("bench", "reference-server.ts"),
+    configFile,
+  ]);
+  process.stdout.write(
+    `bench: Counterpart ${service.partnerUrl} (pid ${service.child.pid}), reference ${reference.url} (pid ${reference.child.pid}), ${workers} processes each\n`,
+  );
+  return {
+    dbName,
+    databaseUrl,
+    service,
+    adminUrl,
+    reference,
+    partner,
+    database,
+    pgClient,
+    workers,
+    clientCount,
+  };
+}
+
+export async function adminCall(
+  adminUrl: string,
+  method: string,
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${adminUrl}${url}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${adminToken}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One side's figures
+
+export interface Side {
+  ops: number;
+  opsPerS: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU of the server's whole process tree per operation. */
+  serverCpuUsPerOp: number;
+  serverCpuPercent: number;
+  /** CPU of the database's backends per operation. */
+  pgCpuUsPerOp: number;
+  pgCpuPercent: number;
+  /** The bench process (load generator). */
+  benchCpuPercent: number;
+  /** Everything else on the host during the run. */
+  otherCpuPercent: number;
+  non2xx: number;
+  errors: number;
+  ok: boolean;
+}
+
+export interface Comparison {
+  scenario: string;
+  path: string;
+  /** What one operation is: a request, a deposit, a quote → execute pair. */
+  unit: string;
+  connections: number;
+  durationS: number;
+  counterpart: Side;
+  reference: Side;
+  /** Counterpart's throughput ÷ the reference's. */
+  ratio: number;
+  /** The issue's target for the ratio; null when it sets none. */
+  target: number | null;
+  /** Other ratios with targets, e.g. deposits ÷ pgbench TPC-B. */
+  also?: { label: string; ratio: number; target: number }[];
+}
+
+/**
+ * A warm-up, then one measured autocannon run against `load.url` with the CPU of `rootPid`'s whole
+ * process tree and of the backends of `dbName` read around the measured run alone.
+ */
+export async function measureLoad(options: {
+  label: string;
+  rootPid: number;
+  dbName: string;
+  load: LoadOptions;
+  warmupS: number;
+}): Promise<{ target: TargetResult; side: Side; notes: string[] }> {
+  const { load } = options;
+  const notes: string[] = [];
+  process.stdout.write(
+    `bench: ${options.label}: warm-up ${options.warmupS} s with ${load.connections} connections\n`,
+  );
+  const warm = options.warmupS > 0 ? await runLoad({ ...load, durationS: options.warmupS }) : null;
+  const serverCpu = new CpuSampler(() => processTree(options.rootPid));
+  const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
+  const hostBefore = hostBusyTicks();
+  serverCpu.start();
+  pgCpuSampler.start();
+  let measured: TargetResult;
+  try {
+    measured = await measureTarget({ label: options.label, serverPid: options.rootPid, warmupS: 0, load });
+  } catch (err) {
+    serverCpu.stop();
+    pgCpuSampler.stop();
+    throw err;
+  }
+  const server = serverCpu.stop();
+  const pgCpu = pgCpuSampler.stop();
+  const hostTicks = hostBusyTicks() - hostBefore;
+  if (server.gone > 0) notes.push(`${options.label}: a server process exited during the measured run`);
+
+  const hz = clockTicksPerSecond();
+  const wallMs = measured.durationS * 1000;
+  const percent = (ticks: number) => ((ticks / hz) * 1e5) / wallMs;
+  const perOp = (ticks: number) =>
+    measured.requests > 0 ? (ticks / hz / measured.requests) * 1e6 : Number.NaN;
+  const target: TargetResult = {
+    ...measured,
+    serverCpuTicks: server.ticks,
+    serverCpuUsPerRequest: perOp(server.ticks),
+    serverCpuPercent: percent(server.ticks),
+    otherCpuPercent: Math.max(0, percent(hostTicks - server.ticks - pgCpu.ticks) - measured.clientCpuPercent),
+    firstNon2xx: measured.firstNon2xx ?? warm?.firstNon2xx ?? null,
+    warmup: {
+      durationS: options.warmupS,
+      requests: warm?.result.requests.total ?? 0,
+      non2xx: warm?.result.non2xx ?? 0,
+      errors: warm?.result.errors ?? 0,
+    },
+  };
+  target.ok = target.ok && target.warmup.non2xx === 0 && target.warmup.errors === 0;
+  const side: Side = {
+    ops: target.requests,
+    opsPerS: target.reqPerSecMean,
+    p50Ms: target.latencyMs.p50,
+    p99Ms: target.latencyMs.p99,
+    serverCpuUsPerOp: target.serverCpuUsPerRequest,
+    serverCpuPercent: target.serverCpuPercent,
+    pgCpuUsPerOp: perOp(pgCpu.ticks),
+    pgCpuPercent: percent(pgCpu.ticks),
+    benchCpuPercent: target.clientCpuPercent,
+    otherCpuPercent: target.otherCpuPercent,
+    non2xx: target.non2xx + target.warmup.non2xx,
+    errors: target.errors + target.warmup.errors,
+    ok: target.ok,
+  };
+  return { target, side, notes };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+/** A scenario's comparisons, one row per side and a ratio line per path. */
+export function printComparisons(title: string, comparisons: Comparison[]): void {
+  const rows: string[][] = [];
+  for (const c of comparisons) {
+    for (const [who, s] of [
+      ["Counterpart", c.counterpart],
+      ["reference", c.reference],
+    ] as const) {
+      rows.push([
+        `${c.path}: ${who}`,
+        fixed(s.opsPerS, 0),
+        fixed(s.p50Ms, 2),
+        fixed(s.p99Ms, 2),
+        fixed(s.serverCpuUsPerOp, 0),
+        fixed(s.serverCpuPercent, 0),
+        fixed(s.pgCpuUsPerOp, 0),
+        fixed(s.pgCpuPercent, 0),
+        fixed(s.benchCpuPercent, 0),
+        fixed(s.otherCpuPercent, 0),
+        `${s.non2xx}${s.non2xx > 0 ? " !!" : ""}`,
+        `${s.errors}${s.errors > 0 ? " !!" : ""}`,
+      ]);
+    }
+  }
+  printTable(
+    title,
+    [
+      "path: server",
+      "ops/s",
+      "p50 ms",
+      "p99 ms",
+      "srv CPU µs/op",
+      "srv CPU %",
+      "PG CPU µs/op",
+      "PG CPU %",
+      "bench CPU %",
+      "other CPU %",
+      "non-2xx",
+      "errors",
+    ],
+    rows,
+  );
+  process.stdout.write("\n");
+  for (const c of comparisons) {
+    process.stdout.write(
+      `${c.path}: Counterpart ÷ reference ${fixed(c.ratio, 2)}×` +
+        (c.target === null
+          ? ""
+          : ` (target ≥ ${fixed(c.target, 1)}: ${c.ratio >= c.target ? "met" : "NOT met"})`) +
+        `; CPU per op: server ${fixed(c.counterpart.serverCpuUsPerOp / c.reference.serverCpuUsPerOp, 2)}×, ` +
+        `PostgreSQL ${fixed(c.counterpart.pgCpuUsPerOp / c.reference.pgCpuUsPerOp, 2)}×\n`,
+    );
+  }
+}
+
+export function comparison(
+  base: Omit<Comparison, "ratio" | "counterpart" | "reference">,
+  counterpart: Side,
+  reference: Side,
+): Comparison {
+  return { ...base, counterpart, reference, ratio: counterpart.opsPerS / reference.opsPerS };
+}
+
+/** The one table `npm run bench` ends with. */
+export function printSummary(comparisons: Comparison[]): void {
+  const rows: string[][] = [];
+  const verdict = (ratio: number, target: number | null) =>
+    target === null ? "-" : !Number.isFinite(ratio) ? "n/a" : ratio >= target ? "met" : "NOT met";
+  for (const c of comparisons) {
+    rows.push([
+      c.path,
+      c.unit,
+      fixed(c.counterpart.opsPerS, 0),
+      fixed(c.reference.opsPerS, 0),
+      `${fixed(c.ratio, 2)}×`,
+      c.target === null ? "-" : `≥ ${fixed(c.target, 1)}×`,
+      verdict(c.ratio, c.target),
+      `${fixed(c.counterpart.p50Ms, 1)} / ${fixed(c.counterpart.p99Ms, 1)}`,
+      `${fixed(c.reference.p50Ms, 1)} / ${fixed(c.reference.p99Ms, 1)}`,
+      `${fixed(c.counterpart.serverCpuUsPerOp, 0)} / ${fixed(c.reference.serverCpuUsPerOp, 0)}`,
+      `${fixed(c.counterpart.pgCpuUsPerOp, 0)} / ${fixed(c.reference.pgCpuUsPerOp, 0)}`,
+      `${fixed(c.counterpart.otherCpuPercent, 0)} / ${fixed(c.reference.otherCpuPercent, 0)}`,
+      [
+        c.counterpart.ok && c.reference.ok ? "" : "!! not valid",
+        Math.abs(c.counterpart.otherCpuPercent - c.reference.otherCpuPercent) > 30 ? "unequal load" : "",
+      ]
+        .filter((x) => x !== "")
+        .join("; "),
+    ]);
+    for (const a of c.also ?? []) {
+      rows.push([
+        `  ${a.label}`,
+        "",
+        "",
+        "",
+        `${fixed(a.ratio, 2)}×`,
+        `≥ ${fixed(a.target, 1)}×`,
+        verdict(a.ratio, a.target),
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+      ]);
+    }
+  }
+  printTable(
+    "summary: Counterpart against the reference (ratio = Counterpart ops/s ÷ reference ops/s)",
+    [
+      "path",
+      "op",
+      "CP ops/s",
+      "ref ops/s",
+      "ratio",
+      "target",
+      "",
+      "CP p50/p99 ms",
+      "ref p50/p99 ms",
+      "srv CPU µs/op CP/ref",
+      "PG CPU µs/op CP/ref",
+      "other CPU % CP/ref",
+      "",
+    ],
+    rows,
+  );
+  process.stdout.write(
+    "\nother CPU %: what the rest of the host used during each side's run, in % of one core; " +
+      '"unequal load": it differed by more than 30 points between the sides, and so may the ratio\n',
+  );
+}

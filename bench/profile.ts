@@ -1,0 +1,555 @@
+// `npm run bench:profile`: where the time of each hot path goes. Starts a throwaway PostgreSQL
+// cluster of its own (with pg_stat_statements and auto_explain loaded) and one Counterpart process
+// (WORKERS=1, LOG_LEVEL=info as in production) under the V8 inspector, then, path by path, runs a
+// short load while it
+//   - samples the process's CPU through the inspector (Profiler.start / Profiler.stop), so only the
+//     load is profiled, not the start;
+//   - reads the process's and the database backends' CPU from /proc;
+//   - counts the statements the service sent (pg_stat_statements, top level: round trips) and
+//     their execution time.
+// The profile's samples are put in buckets by the file of the function (or, for a native
+// function, of its nearest JavaScript caller): authentication, validation, SQL client,
+// serialisation, logging, Fastify, Node's HTTP, the use case, GC. Then one request of each path
+// runs with auto_explain on, and every plan (EXPLAIN ANALYZE with BUFFERS, nested statements
+// included) goes to bench/results/latest-plans.txt; the figures go to
+// bench/results/latest-profile.json and a table per path is printed.
+//
+// Environment: PROFILE_DURATION_S (default 5) seconds of load per path, after PROFILE_WARMUP_S
+// (default 2) seconds not profiled; PROFILE_CONNECTIONS (default 8) concurrent requests. Each
+// path's profile is also written as bench/results/latest-profile-<path>.cpuprofile, which Chrome's
+// DevTools (Performance tab) and VS Code open.
+//
+// Figures taken on a busy machine are shares of the process's own CPU: the breakdown holds, the
+// absolute µs per request are inflated by whatever else runs.
+
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { generateKeyPair } from "@counterpart/protocol";
+import pg from "pg";
+import { openDatabase } from "../packages/server/src/db/database.ts";
+import { insertClient } from "../packages/server/src/testing/fixtures.ts";
+import { startPgCluster } from "../packages/server/src/testing/pg-cluster.ts";
+import {
+  Cleanup,
+  clockTicksPerSecond,
+  cpuTicks,
+  fetchOnce,
+  fixed,
+  type Partner,
+  printTable,
+  type RequestSpec,
+  startService,
+  tempDir,
+  writeResults,
+} from "./lib.ts";
+import { backendsOf, CpuSampler, intFromEnv, processTree } from "./proc.ts";
+
+const adminToken = crypto.randomBytes(24).toString("hex");
+const clientCount = 32;
+const pair = "BTC-AED";
+
+// --- The inspector -------------------------------------------------------------------------------
+
+/** A Chrome DevTools Protocol session over the inspector's WebSocket. */
+class Inspector {
+  readonly #ws: WebSocket;
+  #next = 1;
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.addEventListener("message", (event) => {
+      const msg = JSON.parse(String(event.data)) as {
+        id?: number;
+        result?: unknown;
+        error?: { message: string };
+      };
+      if (msg.id === undefined) return;
+      const waiter = this.#pending.get(msg.id);
+      this.#pending.delete(msg.id);
+      if (msg.error) waiter?.reject(new Error(msg.error.message));
+      else waiter?.resolve(msg.result);
+    });
+    ws.addEventListener("close", () => {
+      for (const w of this.#pending.values()) w.reject(new Error("the inspector closed"));
+      this.#pending.clear();
+    });
+  }
+
+  static async connect(url: string): Promise<Inspector> {
+    const ws = new WebSocket(url);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no inspector at ${url} within 10 s`)), 10_000);
+      ws.addEventListener("open", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      ws.addEventListener("error", () => {
+        clearTimeout(timer);
+        reject(new Error(`cannot open the inspector at ${url}`));
+      });
+    });
+    return new Inspector(ws);
+  }
+
+  call<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = this.#next++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new Error(`${method}: no answer within 60 s`));
+      }, 60_000);
+      this.#pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v as T);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      this.#ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  close(): void {
+    this.#ws.close();
+  }
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+// --- Buckets --------------------------------------------------------------------------------------
+
+const httpBucket = "HTTP serving (Fastify, Node's http, sockets)";
+
+const buckets: { name: string; test: (url: string, fn: string) => boolean }[] = [
+  {
+    name: "logging (pino)",
+    test: (u) => /node_modules\/(pino|sonic-boom|thread-stream)|platform\/logger/.test(u),
+  },
+  {
+    name: "authentication (signature, key, replay guard, allow-list)",
+    test: (u) => /http\/signature-auth|modules\/partners\/|protocol\/(src|dist)\/signing|ipaddr/.test(u),
+  },
+  {
+    name: "validation (Ajv, our checks)",
+    test: (u, f) =>
+      /node_modules\/(ajv|fast-uri|ajv-formats)|http\/(validation|input-checks|amount|query-schemas)|-validation\.ts/.test(
+        u,
+      ) || /^validate\d*$/.test(f),
+  },
+  {
+    name: "serialisation (fast-json-stringify, JSON)",
+    test: (u, f) =>
+      /node_modules\/fast-json-stringify|-views\.ts/.test(u) || f === "anonymous" || f === "main",
+  },
+  {
+    name: "SQL client (pg, Kysely, db/)",
+    test: (u) => /node_modules\/(pg|pg-protocol|pg-pool|pg-types|postgres-|kysely)|server\/src\/db\//.test(u),
+  },
+  { name: "body parsing", test: (u) => /http\/(body-parsing|multipart)|secure-json-parse|busboy/.test(u) },
+  {
+    name: httpBucket,
+    test: (u) =>
+      /node_modules\/(fastify|@fastify|find-my-way|avvio|light-my-request|fast-querystring)/.test(u),
+  },
+  { name: "metrics", test: (u) => /http\/metrics|prom-client/.test(u) },
+  { name: "use case (modules)", test: (u) => /server\/src\/modules\//.test(u) },
+  { name: "our HTTP layer (other)", test: (u) => /server\/src\/http\/|server\/src\/app\.ts/.test(u) },
+  { name: "money and protocol", test: (u) => /protocol\/(src|dist)\//.test(u) },
+];
+
+/**
+ * Self time (µs) per bucket. A native function or one of Node's own (node:…) counts for its
+ * nearest caller in a file of ours or of a library: a socket write started by pino is logging, one
+ * started by pg is the SQL client; what no such caller started (the HTTP parser reading a request)
+ * is HTTP serving.
+ */
+function bucketTimes(profile: CpuProfile): { times: Map<string, number>; perFunction: Map<string, number> } {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const bucketOfFile = (url: string, functionName: string): string =>
+    buckets.find((b) => b.test(url, functionName))?.name ??
+    (/node_modules\//.test(url) ? "other libraries" : "other");
+  const bucketOfNode = new Map<number, string>();
+  const bucketOf = (id: number): string => {
+    const known = bucketOfNode.get(id);
+    if (known !== undefined) return known;
+    const node = byId.get(id);
+    let result = "V8 and native, unattributed";
+    if (node !== undefined) {
+      const { url, functionName } = node.callFrame;
+      if (functionName === "(garbage collector)") result = "GC";
+      else if (functionName === "(idle)") result = "(idle)";
+      else if (functionName === "(program)" || functionName === "(root)")
+        result = "V8 and native, unattributed";
+      else if (url.startsWith("file:")) result = bucketOfFile(url, functionName);
+      else if (url === "" && /^validate\d*$/.test(functionName)) result = "validation (Ajv, our checks)";
+      else {
+        // Native or node:…: the caller decides; with none of ours or a library's above, it is HTTP.
+        let up = parent.get(id);
+        while (up !== undefined && !(byId.get(up)?.callFrame.url ?? "").startsWith("file:"))
+          up = parent.get(up);
+        result = up === undefined ? httpBucket : bucketOf(up);
+      }
+    }
+    bucketOfNode.set(id, result);
+    return result;
+  };
+  const times = new Map<string, number>();
+  const perFunction = new Map<string, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const id = profile.samples[i] ?? 0;
+    const b = bucketOf(id);
+    const dt = profile.timeDeltas[i] ?? 0;
+    times.set(b, (times.get(b) ?? 0) + dt);
+    const frame = byId.get(id)?.callFrame;
+    if (frame !== undefined && b !== "(idle)") {
+      const where = frame.url === "" ? "" : ` ${frame.url.replace(/^.*\/(node_modules|packages)\//, "$1/")}`;
+      const key = `${frame.functionName || "(anonymous)"}${where} [${b}]`;
+      perFunction.set(key, (perFunction.get(key) ?? 0) + dt);
+    }
+  }
+  return { times, perFunction };
+}
+
+// --- Load -------------------------------------------------------------------------------------------
+
+/** Numbers every request of the run, so that references and tokens are never used twice. */
+let sequence = 0;
+
+interface PathSpec {
+  name: string;
+  /** The next request; `n` numbers it within the whole run. */
+  request: (n: number) => RequestSpec;
+  /** Called with each 200 body and its request's `n` (quotes keep their tokens for the executions). */
+  onOk?: (body: Buffer, n: number) => void;
+  /** How many more requests may be sent (executions are bounded by the tokens quoted). */
+  remaining?: () => number;
+}
+
+async function load(
+  url: string,
+  partner: Partner,
+  spec: PathSpec,
+  durationS: number,
+  connections: number,
+): Promise<{ ok: number; failed: Map<string, number> }> {
+  const deadline = performance.now() + durationS * 1000;
+  let ok = 0;
+  const failed = new Map<string, number>();
+  const worker = async () => {
+    while (performance.now() < deadline) {
+      if (spec.remaining !== undefined && spec.remaining() <= 0) return;
+      const mine = sequence++;
+      const res = await fetchOnce(url, spec.request(mine), partner);
+      if (res.status === 200 || res.status === 201) {
+        ok++;
+        spec.onOk?.(res.body, mine);
+      } else {
+        const key = `${res.status} ${res.body.toString().slice(0, 120)}`;
+        failed.set(key, (failed.get(key) ?? 0) + 1);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  return { ok, failed };
+}
+
+// --- Main ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const durationS = intFromEnv("PROFILE_DURATION_S", 5, 1, 120);
+  const connections = intFromEnv("PROFILE_CONNECTIONS", 8, 1, 256);
+  const warmupS = intFromEnv("PROFILE_WARMUP_S", 2, 0, 60);
+  const cleanup = new Cleanup();
+  try {
+    const cluster = await startPgCluster({
+      settings: {
+        shared_preload_libraries: "'pg_stat_statements,auto_explain'",
+        "pg_stat_statements.track": "top",
+        "auto_explain.log_min_duration": "-1",
+        "auto_explain.log_analyze": "on",
+        "auto_explain.log_buffers": "on",
+        "auto_explain.log_nested_statements": "on",
+        "auto_explain.log_timing": "on",
+      },
+    });
+    cleanup.add("destroy the PostgreSQL cluster", () => cluster.destroy());
+    const dbName = "counterpart_profile";
+    const databaseUrl = await cluster.createDatabase(dbName);
+    const stats = new pg.Client({ connectionString: cluster.url });
+    await stats.connect();
+    cleanup.add("close the statistics connection", () => stats.end());
+    await stats.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+
+    const scratch = tempDir(cleanup, "cp-profile-");
+    const service = await startService(cleanup, {
+      dataDir: path.join(scratch, "data"),
+      env: {
+        DATABASE_URL: databaseUrl,
+        WORKERS: "1",
+        ADMIN_TOKEN: adminToken,
+        LOG_LEVEL: "info",
+        QUOTE_LIFETIME_S: "600",
+        NODE_OPTIONS: "--inspect=127.0.0.1:0",
+      },
+    });
+    const adminUrl = service.adminUrl;
+    if (adminUrl === null) throw new Error("the service runs no admin API");
+    const wsLine = service.child.output.stderr.find((l) => l.includes("Debugger listening on ws://"));
+    const wsUrl = wsLine?.slice(wsLine.indexOf("ws://")).trim();
+    if (wsUrl === undefined)
+      throw new Error(`no inspector address in the service's output:\n${service.child.output.tail()}`);
+    const inspector = await Inspector.connect(wsUrl);
+    cleanup.add("close the inspector", () => inspector.close());
+    await inspector.call("Profiler.enable");
+    await inspector.call("Profiler.setSamplingInterval", { interval: 200 });
+
+    const admin = async (method: string, url: string, body?: unknown) => {
+      const res = await fetch(`${adminUrl}${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${adminToken}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${text}`);
+      return JSON.parse(text) as { result: Record<string, unknown> };
+    };
+    const keys = generateKeyPair();
+    const created = await admin("POST", "/admin/partners", {
+      name: "Profile Partner",
+      public_key_pem: keys.publicKeyPem,
+      allowed_ips: ["127.0.0.1/32", "::1/128"],
+    });
+    const partner: Partner = {
+      partnerId: String(created.result.id),
+      privateKey: crypto.createPrivateKey(keys.privateKeyPem),
+    };
+    const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
+    cleanup.add("close the setup's database pool", () => database.close());
+    for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
+    // The price is pinned again before each path: a pinned price goes stale like a fed one.
+    const pinPrice = () => admin("PUT", `/admin/pairs/${pair}/price`, { buy: "350000", sell: "349000" });
+    await pinPrice();
+
+    const json = (method: string, p: string, body: unknown): RequestSpec => ({
+      method,
+      path: p,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const client = (n: number) => `client-${1 + (n % clientCount)}`;
+    const runId = crypto.randomBytes(3).toString("hex");
+    const tokens: { pcid: string; token: string }[] = [];
+    let tokensUsed = 0;
+    let firstOrder = 0;
+    const paths: PathSpec[] = [
+      {
+        name: "deposit",
+        request: (n) =>
+          json("POST", "/v1/partner/deposits", {
+            partner_client_id: client(n),
+            asset_id: "AED",
+            amount: "100000.00",
+            partner_order_ref: `profile-${runId}-${n}`,
+          }),
+        onOk: (body) => {
+          firstOrder ||= (JSON.parse(body.toString()) as { result: { id: number } }).result.id;
+        },
+      },
+      {
+        name: "balances",
+        request: (n) => ({ method: "GET", path: `/v1/partner/balances?partner_client_id=${client(n)}` }),
+      },
+      { name: "asset-pairs", request: () => ({ method: "GET", path: "/v1/partner/asset-pairs" }) },
+      { name: "one order", request: () => ({ method: "GET", path: `/v1/partner/orders/${firstOrder}` }) },
+      { name: "orders page", request: () => ({ method: "GET", path: "/v1/partner/orders?page_size=20" }) },
+      {
+        name: "quote",
+        request: (n) =>
+          json("POST", "/v1/partner/quotes", {
+            partner_client_id: client(n),
+            asset_pair: pair,
+            side: "buy",
+            base_amount: "0.001",
+          }),
+        onOk: (body, n) => {
+          const r = (JSON.parse(body.toString()) as { result: { token: string } }).result;
+          tokens.push({ pcid: client(n), token: r.token });
+        },
+      },
+      {
+        name: "execute",
+        request: () => {
+          const t = tokens[tokensUsed++];
+          if (t === undefined) throw new Error("no token left");
+          return json("POST", "/v1/partner/quotes/execute", { partner_client_id: t.pcid, token: t.token });
+        },
+        remaining: () => tokens.length - tokensUsed,
+      },
+    ];
+    const hz = clockTicksPerSecond();
+    const rows: string[][] = [];
+    const report: Record<string, unknown>[] = [];
+    for (const spec of paths) {
+      await pinPrice();
+      // Warm-up, not profiled: the first requests of a path compile code and fill caches.
+      await load(service.partnerUrl, partner, spec, warmupS, connections);
+      await stats.query("SELECT pg_stat_statements_reset()");
+      const serverTicks0 = cpuTicks(service.child.pid);
+      const db = new CpuSampler(() => backendsOf(dbName));
+      db.start();
+      await inspector.call("Profiler.start");
+      const t0 = performance.now();
+      const result = await load(service.partnerUrl, partner, spec, durationS, connections);
+      const seconds = (performance.now() - t0) / 1000;
+      const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop");
+      const dbTicks = db.stop().ticks;
+      const serverTicks =
+        processTree(service.child.pid).reduce((s, pid) => s + cpuTicks(pid), 0) - serverTicks0;
+      const st = (
+        await stats.query<{ calls: string; ms: string }>(
+          `SELECT coalesce(sum(calls), 0)::text AS calls, coalesce(sum(total_exec_time), 0)::text AS ms
+             FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+            WHERE d.datname = $1 AND s.query NOT ILIKE '%pg_stat_statements%'`,
+          [dbName],
+        )
+      ).rows[0];
+      const top = (
+        await stats.query<{ calls: string; query: string }>(
+          `SELECT calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
+             FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+            WHERE d.datname = $1 ORDER BY calls DESC LIMIT 8`,
+          [dbName],
+        )
+      ).rows;
+      const ok = Math.max(result.ok, 1);
+      const { times, perFunction } = bucketTimes(profile);
+      fs.mkdirSync(path.join(import.meta.dirname, "results"), { recursive: true });
+      fs.writeFileSync(
+        path.join(
+          import.meta.dirname,
+          "results",
+          `latest-profile-${spec.name.replace(/\W+/g, "-")}.cpuprofile`,
+        ),
+        JSON.stringify(profile),
+      );
+      const busy = [...times].filter(([b]) => b !== "(idle)").reduce((s, [, t]) => s + t, 0);
+      const serverUs = (serverTicks / hz / ok) * 1e6;
+      const share = Object.fromEntries(
+        [...times]
+          .filter(([b]) => b !== "(idle)")
+          .sort((a, b) => b[1] - a[1])
+          .map(([b, t]) => [b, t / busy]),
+      );
+      const entry = {
+        path: spec.name,
+        requests: result.ok,
+        failed: Object.fromEntries(result.failed),
+        per_second: result.ok / seconds,
+        server_cpu_us_per_request: serverUs,
+        database_cpu_us_per_request: (dbTicks / hz / ok) * 1e6,
+        statements_per_request: Number(st?.calls ?? 0) / ok,
+        statement_time_us_per_request: (Number(st?.ms ?? 0) * 1000) / ok,
+        profiled_cpu_us_per_request: busy / ok,
+        share,
+        top_functions: [...perFunction]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 25)
+          .map(([f, t]) => ({ function: f, share: t / busy })),
+        top_statements: top.map((t) => ({ calls: Number(t.calls), query: t.query })),
+      };
+      report.push(entry);
+      process.stdout.write(
+        `\n${spec.name}: ${result.ok} requests in ${fixed(seconds, 1)} s (${fixed(entry.per_second, 0)}/s), ` +
+          `server CPU ${fixed(serverUs, 0)} µs/request, database CPU ${fixed(entry.database_cpu_us_per_request, 0)} µs, ` +
+          `${fixed(entry.statements_per_request, 2)} statements (${fixed(entry.statement_time_us_per_request, 0)} µs executing)\n`,
+      );
+      if (result.failed.size > 0) process.stdout.write(`  failures: ${JSON.stringify(entry.failed)}\n`);
+      for (const [b, s] of Object.entries(share)) {
+        if (s < 0.005) continue;
+        rows.push([spec.name, b, `${fixed(s * 100, 1)} %`, fixed(s * serverUs, 0)]);
+      }
+    }
+    printTable(
+      `where the server's CPU goes (µs per request = share of the profiled CPU × the process's CPU per request; ${connections} connections, ${durationS} s per path)`,
+      ["path", "bucket", "share", "µs/request"],
+      rows,
+    );
+
+    // One request per path with every plan logged.
+    await stats.query("ALTER SYSTEM SET auto_explain.log_min_duration = 0");
+    await stats.query("SELECT pg_reload_conf()");
+    const logFile = path.join(cluster.dataDir, "server.log");
+    const plans: string[] = [];
+    await pinPrice();
+    for (const spec of paths) {
+      const before = fs.statSync(logFile).size;
+      const n = sequence++;
+      if (spec.name === "execute") {
+        // A fresh quote for the execution, so that its plan is of a live token.
+        const q = await fetchOnce(
+          service.partnerUrl,
+          paths.find((p) => p.name === "quote")!.request(n),
+          partner,
+        );
+        if (q.status !== 200)
+          throw new Error(`quote for the execution's plan answered ${q.status}: ${q.body}`);
+        const r = (JSON.parse(q.body.toString()) as { result: { token: string } }).result;
+        tokens.push({ pcid: client(n), token: r.token });
+        await new Promise((r) => setTimeout(r, 200));
+        const from = fs.statSync(logFile).size;
+        tokensUsed = tokens.length - 1;
+        const res = await fetchOnce(service.partnerUrl, spec.request(0), partner);
+        await new Promise((r) => setTimeout(r, 300));
+        plans.push(`==== ${spec.name} (${res.status}) ====\n${readFrom(logFile, from)}`);
+        continue;
+      }
+      const res = await fetchOnce(service.partnerUrl, spec.request(n), partner);
+      await new Promise((r) => setTimeout(r, 300));
+      plans.push(`==== ${spec.name} (${res.status}) ====\n${readFrom(logFile, before)}`);
+    }
+    await stats.query("ALTER SYSTEM RESET auto_explain.log_min_duration");
+    await stats.query("SELECT pg_reload_conf()");
+    fs.mkdirSync(path.join(import.meta.dirname, "results"), { recursive: true });
+    const plansFile = path.join(import.meta.dirname, "results", "latest-plans.txt");
+    fs.writeFileSync(plansFile, plans.join("\n\n"));
+    const written = writeResults("profile", { connections, durationS, paths: report });
+    process.stdout.write(`\nprofile: figures in ${written}, plans in ${plansFile}\n`);
+    return report.every((r) => Object.keys(r.failed as object).length === 0) ? 0 : 1;
+  } finally {
+    await cleanup.run();
+  }
+}
+
+function readFrom(file: string, offset: number): string {
+  const fd = fs.openSync(file, "r");
+  try {
+    const size = fs.fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.max(0, size - offset));
+    fs.readSync(fd, buf, 0, buf.length, offset);
+    return buf.toString("utf8");
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,164 @@
+// Signed reads on PostgreSQL, Counterpart against the reference (bench/compare.ts) on the same
+// database in the same run: a client's balances, the asset pairs, one order, a page of orders.
+// Every request freshly signed; 32 connections (BENCH_CONNECTIONS replaces them). Before the
+// loads, each client gets a few deposits through the service, so balances and orders exist.
+//
+// Environment (besides run.ts's): BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS (see
+// deposits.ts).
+
+import { isDeepStrictEqual } from "node:util";
+import { type Comparison, comparison, measureLoad, printComparisons, startPair } from "../compare.ts";
+import {
+  fetchOnce,
+  loadNotes,
+  type RequestSpec,
+  type Scenario,
+  type ScenarioReport,
+  type TargetResult,
+} from "../lib.ts";
+
+/** Deposits per client before the reads: orders to page through. */
+const depositsPerClient = 4;
+
+export const reads: Scenario = {
+  name: "reads",
+  description:
+    "signed reads (balances, asset pairs, one order, an orders page) on PostgreSQL, Counterpart vs reference",
+
+  async run(ctx): Promise<ScenarioReport> {
+    const notes: string[] = [];
+    const connections = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
+    const pair = await startPair(ctx, { referenceAed: "0" });
+    const { partner, service, reference } = pair;
+
+    let orderId: number | null = null;
+    for (let round = 0; round < depositsPerClient; round++) {
+      for (let n = 1; n <= pair.clientCount; n++) {
+        const res = await fetchOnce(
+          service.partnerUrl,
+          {
+            method: "POST",
+            path: "/v1/partner/deposits",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              partner_client_id: `client-${n}`,
+              asset_id: "AED",
+              amount: "1000.00",
+              partner_order_ref: `bench-read-${round}-${n}`,
+            }),
+          },
+          partner,
+        );
+        if (res.status !== 200) throw new Error(`deposit answered ${res.status}: ${res.body.toString()}`);
+        orderId ??= (JSON.parse(res.body.toString()) as { result: { id: number } }).result.id;
+      }
+    }
+
+    // `same`: the reference's answer is the service's, value for value.
+    const paths: {
+      name: string;
+      request: RequestSpec;
+      items?: (body: unknown) => number;
+      same?: boolean;
+    }[] = [
+      {
+        name: "balances",
+        request: { method: "GET", path: "/v1/partner/balances?partner_client_id=client-7" },
+        items: (b) => (b as { items: unknown[] }).items.length,
+        same: true,
+      },
+      {
+        name: "asset-pairs",
+        request: { method: "GET", path: "/v1/partner/asset-pairs" },
+        items: (b) => (b as { items: unknown[] }).items.length,
+        same: true,
+      },
+      { name: "one order", request: { method: "GET", path: `/v1/partner/orders/${orderId}` } },
+      {
+        name: "orders page",
+        request: { method: "GET", path: "/v1/partner/orders?page_size=20" },
+        items: (b) => (b as { items: unknown[] }).items.length,
+      },
+    ];
+
+    // Both answer 200 with as many items before anything is measured.
+    for (const p of paths) {
+      const answers = [
+        await fetchOnce(service.partnerUrl, p.request, partner),
+        await fetchOnce(reference.url, p.request, partner),
+      ];
+      for (const [i, a] of answers.entries()) {
+        if (a.status !== 200) {
+          throw new Error(
+            `${p.name}: ${i === 0 ? "Counterpart" : "the reference"} answered ${a.status}: ${a.body.toString().slice(0, 300)}`,
+          );
+        }
+      }
+      const [cpBody, refBody] = answers.map((a) => JSON.parse(a.body.toString()) as unknown);
+      if (p.items !== undefined) {
+        const [cp, ref] = [p.items(cpBody), p.items(refBody)];
+        if (cp !== ref) notes.push(`${p.name}: Counterpart answered ${cp} items, the reference ${ref}`);
+      }
+      if (p.same === true && !isDeepStrictEqual(cpBody, refBody)) {
+        notes.push(`${p.name}: the reference's answer differs from Counterpart's`);
+      }
+    }
+
+    const comparisons: Comparison[] = [];
+    const targets: TargetResult[] = [];
+    for (const p of paths) {
+      const sides = [];
+      for (const [who, url, pid] of [
+        ["Counterpart", service.partnerUrl, service.child.pid],
+        ["reference", reference.url, reference.child.pid],
+      ] as const) {
+        const m = await measureLoad({
+          label: `${p.name} (${who})`,
+          rootPid: pid,
+          dbName: pair.dbName,
+          warmupS: ctx.warmupS,
+          load: { url, request: p.request, partner, connections, durationS: ctx.durationS },
+        });
+        notes.push(...m.notes);
+        targets.push(m.target);
+        sides.push(m.side);
+      }
+      const [cp, ref] = sides;
+      if (cp === undefined || ref === undefined) throw new Error("unreachable");
+      comparisons.push(
+        comparison(
+          {
+            scenario: "reads",
+            path: `signed ${p.name}`,
+            unit: "request",
+            connections,
+            durationS: ctx.durationS,
+            target: 1.0,
+          },
+          cp,
+          ref,
+        ),
+      );
+    }
+
+    printComparisons(
+      `reads (${connections} connections, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${pair.workers} processes per server)`,
+      comparisons,
+    );
+    notes.push(...loadNotes(targets));
+    return {
+      name: "reads",
+      ok: targets.every((t) => t.ok),
+      targets,
+      ratios: Object.fromEntries(comparisons.map((c) => [c.path, c.ratio])),
+      serverProblems: {
+        counterpart: service.child.output.problems().filter((l) => l !== "counterpart: stopped on SIGTERM"),
+        reference: reference.child.output.problems(),
+      },
+      notes,
+      comparisons,
+      workers: pair.workers,
+      clients: pair.clientCount,
+    };
+  },
+};

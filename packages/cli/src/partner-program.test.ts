@@ -1,0 +1,53 @@
+// The published partner CLI's program: the partner's commands only, and the version of its
+// package. (That it never loads the server is enforced by `npm run build`, which refuses a
+// partner build importing a package the published manifest does not declare.)
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { buildProgram } from "./operator/cli.ts";
+import { buildPartnerProgram } from "./partner/cli.ts";
+
+const names = (program: { commands: readonly { name(): string }[] }) =>
+  program.commands.map((c) => c.name()).sort();
+
+test("the partner program has the partner commands and none of the operator's", () => {
+  const partner = buildPartnerProgram({}, () => {});
+  assert.deepEqual(names(partner), [
+    "balance",
+    "call",
+    "client",
+    "deposit",
+    "document",
+    "events",
+    "execute",
+    "keygen",
+    "order",
+    "quote",
+    "withdraw",
+  ]);
+  const client = partner.commands.find((c) => c.name() === "client")!;
+  assert.deepEqual(names(client), ["activate", "create", "deactivate", "get", "list", "update"]);
+  // Every partner command of the operator's program is there, with the same subcommands.
+  const operator = buildProgram({}, () => {});
+  for (const command of partner.commands) {
+    const same = operator.commands.find((c) => c.name() === command.name());
+    assert.ok(same, `${command.name()} is a command of the repository's CLI too`);
+    for (const sub of command.commands) {
+      assert.ok(
+        same.commands.some((c) => c.name() === sub.name()),
+        `${command.name()} ${sub.name()}`,
+      );
+    }
+  }
+});
+
+test("--version is the package's version", () => {
+  const manifest = JSON.parse(
+    fs.readFileSync(path.join(import.meta.dirname, "..", "package.json"), "utf8"),
+  ) as {
+    version: string;
+  };
+  assert.equal(buildPartnerProgram({}, () => {}).version(), manifest.version);
+});

@@ -1,0 +1,230 @@
+// Events and webhooks (docs/reference.md §6, beyond the contract): the feed as an async iterator
+// that resumes from a cursor, webhook endpoints, and the check of a webhook's signature.
+
+import {
+  canonicalPath,
+  canonicalString,
+  decodeSignature,
+  parsePublicKey,
+  verifySignature,
+} from "@counterpart/protocol";
+import type { RequestOptions, RequestSender } from "../request-sender.ts";
+import { itemsOf, resultOf } from "../responses.ts";
+import type { WithResponse } from "../types.ts";
+import type { components } from "../wire.ts";
+
+export type Event = components["schemas"]["Event"];
+export type EventFeed = components["schemas"]["EventFeed"];
+export type WebhookEndpoint = components["schemas"]["WebhookEndpoint"];
+export type WebhookDelivery = components["schemas"]["WebhookDelivery"];
+export type EventType = Event["type"];
+
+export interface EventListParams {
+  /** An event id: start after it (the last one you processed). */
+  after?: string;
+  type?: readonly EventType[];
+  partner_client_id?: string;
+  /** Events per request, 1 to 100 (default 100). */
+  limit?: number;
+}
+
+export class Events {
+  readonly #sender: RequestSender;
+  constructor(sender: RequestSender) {
+    this.#sender = sender;
+  }
+
+  /** GET /v1/partner/events: one page of the feed. */
+  async page(params: EventListParams = {}, options: RequestOptions = {}): Promise<EventFeed> {
+    const response = await this.#sender.send(
+      {
+        method: "GET",
+        path: "/v1/partner/events",
+        query: {
+          after: params.after,
+          type: params.type,
+          partner_client_id: params.partner_client_id,
+          limit: params.limit ?? 100,
+        },
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+    const body = response.body as EventFeed;
+    if (typeof body !== "object" || body === null || !Array.isArray(body.items))
+      throw new TypeError("GET /v1/partner/events: the answer is not an event feed");
+    return body;
+  }
+
+  /**
+   * Every event after `params.after`, oldest first, page after page, until the feed has no more
+   * for now. Store each event's id once processed and pass it as `after` to resume there.
+   */
+  async *list(params: EventListParams = {}, options: RequestOptions = {}): AsyncGenerator<Event> {
+    let after = params.after;
+    for (;;) {
+      const page = await this.page({ ...params, ...(after === undefined ? {} : { after }) }, options);
+      for (const e of page.items) yield e;
+      if (!page.has_more || page.next_cursor === null) return;
+      after = page.next_cursor;
+    }
+  }
+}
+
+export interface WebhookHeaders {
+  [name: string]: string | string[] | undefined;
+}
+
+export interface WebhookKey {
+  key_id: string;
+  public_key_pem: string;
+}
+
+export type WebhookVerification = { ok: true; eventId: string } | { ok: false; reason: string };
+
+function header(headers: WebhookHeaders, name: string): string | undefined {
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() === name) return Array.isArray(v) ? v[0] : v;
+  }
+  return undefined;
+}
+
+export class Webhooks {
+  readonly #sender: RequestSender;
+  constructor(sender: RequestSender) {
+    this.#sender = sender;
+  }
+
+  /**
+   * Checks a delivery: the key named by X-Key-ID among `publicKeys` (from
+   * GET /v1/public/webhook-keys), the Ed25519 signature over X-Timestamp + POST + `path` (the path
+   * and query the delivery was posted to) + SHA-256 of the exact `rawBody`, and a timestamp at
+   * most `toleranceMs` old (5 minutes by default). Pass the body's bytes as received, not a
+   * re-serialised object.
+   */
+  static verify(
+    rawBody: string | Uint8Array,
+    headers: WebhookHeaders,
+    publicKeys: readonly WebhookKey[],
+    options: { path: string; nowMs?: number; toleranceMs?: number },
+  ): WebhookVerification {
+    const keyId = header(headers, "x-key-id");
+    const timestamp = header(headers, "x-timestamp");
+    const signature = header(headers, "x-signature");
+    const eventId = header(headers, "x-event-id");
+    if (!keyId || !timestamp || !signature || !eventId) return { ok: false, reason: "missing headers" };
+    const key = publicKeys.find((k) => k.key_id === keyId);
+    if (key === undefined) return { ok: false, reason: "unknown key id" };
+    const parsed = parsePublicKey(key.public_key_pem);
+    if (!parsed.ok) return { ok: false, reason: "not an Ed25519 public key" };
+    if (!/^[0-9]{13}$/.test(timestamp)) return { ok: false, reason: "bad timestamp" };
+    const age = (options.nowMs ?? Date.now()) - Number(timestamp);
+    if (age > (options.toleranceMs ?? 300_000) || age < -60_000)
+      return { ok: false, reason: "timestamp outside the window" };
+    const path = canonicalPath(options.path);
+    const sig = decodeSignature(signature);
+    if (path === null || sig === null) return { ok: false, reason: "bad signature" };
+    const canonical = canonicalString({ timestamp, method: "POST", path, body: rawBody });
+    return verifySignature(parsed.key, canonical, sig)
+      ? { ok: true, eventId }
+      : { ok: false, reason: "bad signature" };
+  }
+
+  /** The instance form of Webhooks.verify. */
+  verify(
+    rawBody: string | Uint8Array,
+    headers: WebhookHeaders,
+    publicKeys: readonly WebhookKey[],
+    options: { path: string; nowMs?: number; toleranceMs?: number },
+  ): WebhookVerification {
+    return Webhooks.verify(rawBody, headers, publicKeys, options);
+  }
+
+  /** GET /v1/public/webhook-keys (unsigned). */
+  async publicKeys(options: RequestOptions = {}): Promise<WithResponse<WithResponse<WebhookKey>[]>> {
+    const response = await this.#sender.send(
+      { method: "GET", path: "/v1/public/webhook-keys", signed: false, replaySafe: true },
+      options,
+    );
+    return itemsOf<WebhookKey>(response);
+  }
+
+  async create(
+    body: { url: string; event_types?: readonly EventType[] },
+    options: RequestOptions = {},
+  ): Promise<WithResponse<WebhookEndpoint>> {
+    const response = await this.#sender.send(
+      { method: "POST", path: "/v1/partner/webhook-endpoints", json: body, signed: true, replaySafe: false },
+      options,
+    );
+    return resultOf<WebhookEndpoint>(response);
+  }
+
+  async list(options: RequestOptions = {}): Promise<WithResponse<WithResponse<WebhookEndpoint>[]>> {
+    const response = await this.#sender.send(
+      { method: "GET", path: "/v1/partner/webhook-endpoints", signed: true, replaySafe: true },
+      options,
+    );
+    return itemsOf<WebhookEndpoint>(response);
+  }
+
+  async delete(endpointId: string, options: RequestOptions = {}): Promise<void> {
+    await this.#sender.send(
+      {
+        method: "DELETE",
+        path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}`,
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+  }
+
+  async deliveries(
+    endpointId: string,
+    options: RequestOptions = {},
+  ): Promise<WithResponse<WithResponse<WebhookDelivery>[]>> {
+    const response = await this.#sender.send(
+      {
+        method: "GET",
+        path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries`,
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+    return itemsOf<WebhookDelivery>(response);
+  }
+
+  async sendTest(endpointId: string, options: RequestOptions = {}): Promise<WithResponse<WebhookDelivery>> {
+    const response = await this.#sender.send(
+      {
+        method: "POST",
+        path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}/test`,
+        signed: true,
+        replaySafe: false,
+      },
+      options,
+    );
+    return resultOf<WebhookDelivery>(response);
+  }
+
+  async redeliver(
+    endpointId: string,
+    eventId: string,
+    options: RequestOptions = {},
+  ): Promise<WithResponse<WebhookDelivery>> {
+    const response = await this.#sender.send(
+      {
+        method: "POST",
+        path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}/redeliver`,
+        json: { event_id: eventId },
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+    return resultOf<WebhookDelivery>(response);
+  }
+}

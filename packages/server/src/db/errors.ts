@@ -1,0 +1,74 @@
+// PostgreSQL's error codes (SQLSTATE) are recognised here and nowhere else: services and the HTTP
+// layer ask what a failure means (a unique key taken, funds short, the database out of reach),
+// never which code the driver reported.
+
+import { DatabaseUnavailableError } from "./database.ts";
+
+const uniqueViolationCode = "23505";
+/** Raised by fund_order() (migration 0008) when a withdrawal's available balance does not cover it. */
+const insufficientFundsCode = "CP001";
+/** Raised by execute_quote() (migration 0009) when the token's quote cannot be spent (any more). */
+const unspendableTokenCode = "CP002";
+/** Serialisation failures and deadlocks: the transaction can be run again. */
+const retryableCodes = new Set(["40001", "40P01"]);
+
+/** What a failed statement means to the service, when it means something expected. */
+export type DatabaseError =
+  | { kind: "unique_violation"; constraint: string }
+  | { kind: "insufficient_funds" }
+  | { kind: "unspendable_token" };
+
+function pgErrorCode(err: unknown): string | undefined {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : undefined;
+}
+
+function pgConstraint(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null ? (err as { constraint?: string }).constraint : undefined;
+}
+
+/** The expected failure behind a database error, or null for any other error. */
+export function databaseError(err: unknown): DatabaseError | null {
+  switch (pgErrorCode(err)) {
+    case uniqueViolationCode:
+      return { kind: "unique_violation", constraint: pgConstraint(err) ?? "" };
+    case insufficientFundsCode:
+      return { kind: "insufficient_funds" };
+    case unspendableTokenCode:
+      return { kind: "unspendable_token" };
+    default:
+      return null;
+  }
+}
+
+/** The partner's order reference was already taken (orders_partner_order_ref_key, migration 0004). */
+export function isDuplicateOrderRef(err: unknown): boolean {
+  const e = databaseError(err);
+  return e?.kind === "unique_violation" && e.constraint === "orders_partner_order_ref_key";
+}
+
+export function isRetryable(err: unknown): boolean {
+  return retryableCodes.has(pgErrorCode(err) ?? "");
+}
+
+/**
+ * The database was out of reach or out of time (db/database.ts classifies what the pg driver
+ * reports: no connection, a lost one, a bound run out); also PostgreSQL connection exceptions
+ * (class 08), too many connections (53300), a server shutting down or starting (57P01-57P03), and
+ * the socket errors of an unreachable server, as other drivers report them.
+ */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof DatabaseUnavailableError) return true;
+  const code = pgErrorCode(err);
+  if (code === undefined) return false;
+  return (
+    code.startsWith("08") ||
+    code === "53300" ||
+    code === "57P01" ||
+    code === "57P02" ||
+    code === "57P03" ||
+    code === "ECONNREFUSED" ||
+    code === "ECONNRESET" ||
+    code === "ETIMEDOUT"
+  );
+}

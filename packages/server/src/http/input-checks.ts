@@ -1,0 +1,98 @@
+// Checks every route's input gets before its schema: an unreadable body, and query or path values
+// that PostgreSQL could not store or that were not sent as UTF-8. After authentication, after
+// routing: a path that does not exist, or a method it does not serve, is a 404 or 405 whatever
+// the request holds (docs/errors.md, "Order of checks").
+
+import type { FieldError } from "@counterpart/protocol";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { checkString } from "../platform/text.ts";
+import { decodeUtf8 } from "./body-parsing.ts";
+import { HttpError, validationError } from "./http-error.ts";
+
+/** Route config of the handlers that answer 405: they take no input. */
+export const methodNotAllowedRoute = { methodNotAllowed: true } as const;
+
+/**
+ * The text a percent-encoded piece of a raw target stands for, or null when it is not cleanly
+ * encoded: a byte outside visible ASCII sent as is, a `%` not followed by two hex digits, or
+ * escapes that do not decode to UTF-8. Decoding never replaces a byte it cannot read.
+ */
+export function percentDecoded(text: string): string | null {
+  const bytes = new Uint8Array(text.length);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x25) {
+      const hex = text.slice(i + 1, i + 3);
+      if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return null;
+      bytes[n++] = Number.parseInt(hex, 16);
+      i += 2;
+    } else if (c < 0x21 || c > 0x7e) {
+      return null;
+    } else {
+      bytes[n++] = c;
+    }
+  }
+  return decodeUtf8(bytes.subarray(0, n));
+}
+
+const notUtf8 = (loc: (string | number)[]): FieldError => ({
+  loc,
+  msg: "Input should be percent-encoded UTF-8",
+  type: "string_unicode",
+});
+
+/**
+ * The query string as sent: each name and value must be cleanly percent-encoded UTF-8 (`+` is a
+ * space). The query parser would otherwise keep `%FF` as the three characters `%FF`, so two
+ * different requests would ask for the same value.
+ */
+function rawQueryProblem(rawUrl: string): FieldError | null {
+  const q = rawUrl.indexOf("?");
+  if (q === -1) return null;
+  for (const piece of rawUrl.slice(q + 1).split("&")) {
+    if (piece === "") continue;
+    const eq = piece.indexOf("=");
+    const rawName = eq === -1 ? piece : piece.slice(0, eq);
+    const name = percentDecoded(rawName.replace(/\+/g, "%20"));
+    if (name === null) return notUtf8(["query", rawName]);
+    if (eq !== -1 && percentDecoded(piece.slice(eq + 1).replace(/\+/g, "%20")) === null) {
+      return notUtf8(["query", name]);
+    }
+  }
+  return null;
+}
+
+function inputProblem(request: FastifyRequest): FieldError[] | null {
+  if (request.bodyError !== null) return request.bodyError;
+  const query = rawQueryProblem(request.raw.url ?? "");
+  if (query !== null) return [query];
+  for (const [part, values] of [
+    ["query", request.query],
+    ["path", request.params],
+  ] as const) {
+    if (values === null || typeof values !== "object") continue;
+    for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
+      for (const v of Array.isArray(value) ? value : [value]) {
+        const problem = typeof v === "string" ? checkString(v, [part, name]) : null;
+        if (problem !== null) return [problem];
+      }
+    }
+  }
+  return null;
+}
+
+/** Unreadable bodies, NUL characters and broken Unicode in any input: 422, after authentication. */
+export function addInputChecks(app: FastifyInstance): void {
+  app.addHook("preValidation", async (request) => {
+    if (request.is404 || request.routeOptions.config?.methodNotAllowed === true) return;
+    // The router matches an empty parameter (`/asset-pairs/`, `/clients//documents`): nothing has
+    // an empty id, so that path does not exist.
+    const params = (request.params ?? {}) as Record<string, unknown>;
+    if (Object.values(params).some((v) => v === "")) throw new HttpError("not_found");
+    const problem = inputProblem(request);
+    if (problem === null) return;
+    if (request.routeOptions.config?.unreadableInputIsNotFound === true) throw new HttpError("not_found");
+    throw validationError(problem);
+  });
+}

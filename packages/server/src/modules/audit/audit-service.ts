@@ -1,0 +1,72 @@
+// The audit trail (docs/decisions.md, "Audit trail"): what every operator service writes, in its
+// own transaction, for each state-changing action, and the paged, filtered reading of it.
+
+import type { Db } from "../../db/database.ts";
+import { isoFromMs } from "../../db/time.ts";
+import type { Tx } from "../../db/transaction.ts";
+import type { Clock } from "../../platform/clock.ts";
+import type { Actor } from "../operators/index.ts";
+import { type AuditFilter, insertAudit, listAudit } from "./audit-store.ts";
+import { type AuditPage, auditView } from "./audit-views.ts";
+
+/** Who acts and why: passed by the admin routes (and the CLI through them) to every change. */
+export interface AuditNote {
+  readonly actor: Actor;
+  /** Required by the actions that need one (docs/decisions.md, "Audit trail"); null otherwise. */
+  readonly reason: string | null;
+}
+
+/** Changes the service makes by itself (the sandbox's demo partner at start, test set-up). */
+export const systemNote: AuditNote = { actor: { kind: "system", role: "admin" }, reason: null };
+
+export const reasonLengthMax = 1000;
+
+/** The reason as kept: trimmed, and null when empty. */
+export function reasonOf(note: AuditNote): string | null {
+  const r = note.reason?.trim() ?? "";
+  return r === "" ? null : r.slice(0, reasonLengthMax);
+}
+
+/**
+ * Whether a change that needs a reason (status changes, deactivations, price pins) lacks one.
+ * Operators must give one. The bearer token (scripts and automation written before operator
+ * accounts) may omit it; its entry then has no reason (docs/decisions.md, "Audit trail").
+ */
+export function missingReason(note: AuditNote): boolean {
+  return note.actor.kind === "operator" && reasonOf(note) === null;
+}
+
+/** One entry of the trail, in the transaction `tx` that makes the change. */
+export async function recordAudit(
+  tx: Tx,
+  clock: Clock,
+  note: AuditNote,
+  entry: { action: string; targetType: string; targetId: string; before: unknown; after: unknown },
+): Promise<void> {
+  const actor = note.actor;
+  await insertAudit(tx, {
+    at: isoFromMs(clock.nowMs()),
+    actor_kind: actor.kind,
+    actor_id: actor.kind === "operator" ? actor.id : null,
+    actor_email: actor.kind === "operator" ? actor.email : null,
+    action: entry.action,
+    target_type: entry.targetType,
+    target_id: entry.targetId,
+    before: entry.before,
+    after: entry.after,
+    reason: reasonOf(note),
+  });
+}
+
+export class AuditService {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async list(filter: AuditFilter, page: number, pageSize: number): Promise<AuditPage> {
+    const { rows, total } = await listAudit(this.#db, filter, page, pageSize);
+    return { items: rows.map(auditView), total, page, page_size: pageSize };
+  }
+}

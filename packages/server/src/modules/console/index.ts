@@ -1,0 +1,1 @@
+export { type ConsoleDeps, consoleRoutes } from "./console-routes.ts";

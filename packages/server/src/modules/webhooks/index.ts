@@ -1,0 +1,4 @@
+export { systemResolver, type UrlPolicy } from "./url-safety.ts";
+export { WebhookSigner } from "./webhook-signer.ts";
+export { webhooksAdminRoutes, webhooksRoutes } from "./webhooks-routes.ts";
+export { WebhooksService } from "./webhooks-service.ts";

@@ -1,0 +1,71 @@
+// `npm run build:server` (also the last step of `npm run build`): the API process as one JavaScript
+// file, packages/server/dist/server.js, with the migrations beside it in dist/migrations and the
+// console's files (read at start, from beside the module that serves them) in dist/assets. This is
+// what production runs (`node packages/server/dist/server.js`, docs/operations.md "Deploying").
+//
+// Why a bundle: started from the TypeScript sources, a process spent about a second of CPU before
+// it could answer only in finding, reading and type-stripping some 1,500 modules; one bundled file
+// is read and compiled once (bench/scenarios/startup.ts measures both). The sources stay what the
+// workspace, the tests and the operator's CLI run.
+//
+// The packages left out of the bundle are resolved from node_modules at run time, as usual: PGlite
+// and its Kysely dialect (loaded only for the sandbox, with files of their own: WebAssembly, data),
+// Swagger UI (it serves the files of its package), and pg-native (an optional add-on of pg). The
+// files are written under a temporary name and renamed, so a process that starts meanwhile reads
+// either the old bundle or the new one.
+
+import fs from "node:fs";
+import path from "node:path";
+import { build } from "esbuild";
+
+const root = path.resolve(import.meta.dirname, "..");
+const serverDir = path.join(root, "packages/server");
+const dist = path.join(serverDir, "dist");
+
+/** Packages resolved at run time rather than bundled (see the head of this file). */
+const serverExternals = [
+  "@electric-sql/pglite",
+  "kysely-pglite-dialect",
+  "@fastify/swagger-ui",
+  "pg-native",
+] as const;
+
+function writeAtomically(file: string, contents: string | Uint8Array): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, contents);
+  fs.renameSync(temporary, file);
+}
+
+const result = await build({
+  entryPoints: [path.join(serverDir, "src/server-main.ts")],
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node24",
+  outfile: path.join(dist, "server.js"),
+  write: false,
+  external: [...serverExternals],
+  // Bundled CommonJS packages call require(); an ES module has none of its own.
+  banner: {
+    js: 'import { createRequire as __createRequire } from "node:module";\nconst require = __createRequire(import.meta.url);',
+  },
+  // Stack traces and logged errors keep the functions' own names.
+  keepNames: true,
+  legalComments: "none",
+  logLevel: "warning",
+});
+
+fs.mkdirSync(path.join(dist, "migrations"), { recursive: true });
+for (const file of result.outputFiles) writeAtomically(file.path, file.contents);
+const migrations = path.join(serverDir, "src/db/migrations");
+for (const name of fs.readdirSync(migrations).filter((n) => n.endsWith(".sql"))) {
+  writeAtomically(path.join(dist, "migrations", name), fs.readFileSync(path.join(migrations, name)));
+}
+// The console reads its stylesheet and script from "assets" beside its module; in the bundle that
+// module is server.js.
+const consoleAssets = path.join(serverDir, "src/modules/console/assets");
+fs.mkdirSync(path.join(dist, "assets"), { recursive: true });
+for (const name of fs.readdirSync(consoleAssets)) {
+  writeAtomically(path.join(dist, "assets", name), fs.readFileSync(path.join(consoleAssets, name)));
+}
+process.stdout.write(`built the API process into ${path.relative(root, path.join(dist, "server.js"))}\n`);
