@@ -74,7 +74,8 @@ describe("database outages: three API processes on a throwaway PostgreSQL", { ti
         public_key_pem: keys.publicKeyPem,
         allowed_ips: ["127.0.0.1/32"],
       }),
-      signal: AbortSignal.timeout(10_000),
+      // A process's first admin request compiles its schemas; on a loaded machine that can take long.
+      signal: AbortSignal.timeout(60_000),
     });
     assert.equal(res.status, 201, await res.clone().text());
     partnerId = ((await res.json()) as { result: { id: string } }).result.id;
