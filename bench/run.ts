@@ -24,13 +24,14 @@ import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } 
 import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { foundation } from "./scenarios/foundation.ts";
+import { logging } from "./scenarios/logging.ts";
 import { parse } from "./scenarios/parse.ts";
 import { rateLimits } from "./scenarios/rate-limits.ts";
 import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, reads, deposits, depositSql, trading, parse, startup, rateLimits];
+const scenarios = [foundation, reads, deposits, depositSql, trading, parse, logging, startup, rateLimits];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
+import Fastify from "fastify";
 import { createLogger } from "./logger.ts";
 
 test("personal data and secrets are redacted at any of the first levels", () => {
@@ -39,4 +40,62 @@ test("personal data and secrets are redacted at any of the first levels", () => 
   }
   assert.match(out, /kept-as-is/);
   assert.match(out, /\[redacted\]/);
+});
+
+test("errors are logged through the error serializer, with their sensitive fields redacted", () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const log = createLogger("info", sink);
+  const err = Object.assign(new TypeError("the lookup failed"), {
+    email: "ana@example.com",
+    code: "E_LOOKUP",
+  });
+  const payload = { err, list: [{ phone: "+971501234567" }, "plain"], detail: { token: "tok-123" } };
+  log.error(payload, "failed");
+  const line = JSON.parse(lines.join(""));
+  assert.equal(line.err.type, "TypeError");
+  assert.equal(line.err.message, "the lookup failed");
+  assert.equal(line.err.code, "E_LOOKUP");
+  assert.match(line.err.stack, /TypeError: the lookup failed/);
+  assert.equal(line.err.email, "[redacted]");
+  assert.deepEqual(line.list, [{ phone: "[redacted]" }, "plain"]);
+  assert.deepEqual(line.detail, { token: "[redacted]" });
+  // The caller's objects are left as they were.
+  assert.equal(err.email, "ana@example.com");
+  assert.equal(payload.list[0] && (payload.list[0] as { phone: string }).phone, "+971501234567");
+  assert.equal(payload.detail.token, "tok-123");
+});
+
+test("a request and a reply are logged by their serializers, never with their headers", async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const app = Fastify({ loggerInstance: createLogger("info", sink) });
+  app.get("/v1/x", async () => ({ ok: true }));
+  try {
+    const res = await app.inject({
+      method: "GET",
+      url: "/v1/x?partner_client_id=c-1",
+      headers: { authorization: "Bearer s3cret-token", "x-signature": "c2lnbmF0dXJl" },
+    });
+    assert.equal(res.statusCode, 200);
+  } finally {
+    await app.close();
+  }
+  const out = lines.join("");
+  assert.ok(!out.includes("s3cret-token") && !out.includes("c2lnbmF0dXJl"), out);
+  const incoming = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "incoming request");
+  assert.equal(incoming?.req?.method, "GET");
+  assert.equal(incoming?.req?.url, "/v1/x?partner_client_id=c-1");
+  const completed = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "request completed");
+  assert.equal(completed?.res?.statusCode, 200);
 });
