@@ -108,10 +108,13 @@ export const backgroundJobLockKeys = { housekeeping: 7_346_201_992, priceFeed: 7
 /** How often a process that does not lead a job tries for its lock. */
 const leadershipRetryMs = 1_000;
 
-/** How often the leader of housekeeping purges expired signatures (replay guard) and old events. */
+/**
+ * How often the leader of housekeeping purges expired signatures (replay guard), old events, and
+ * ended operator sessions, expired sign-in links and old refused sign-ins.
+ */
 const purgeIntervalMs = 60_000;
 
-/** The purge of expired signatures and of events past their retention, by the housekeeping leader only. */
+/** The purges of housekeeping (purgeIntervalMs), by its leader only. */
 function housekeepingJob(services: Services): LeaderJobs {
   let timer: NodeJS.Timeout | null = null;
   return {
@@ -119,6 +122,7 @@ function housekeepingJob(services: Services): LeaderJobs {
       timer = setInterval(() => {
         purgeExpiredSignatures(services.database.db, isoFromMs(services.clock.nowMs())).catch(() => {});
         services.events.purge().catch(() => {});
+        services.operators.purgeEnded().catch(() => {});
       }, purgeIntervalMs);
       timer.unref();
     },

@@ -28,6 +28,7 @@ import {
   listOperators,
   lockOperator,
   type OperatorRow,
+  purgeEndedOperatorRecords,
   recordSignInFailure,
   touchSession,
   updateOperator,
@@ -297,6 +298,22 @@ export class OperatorsService {
       targetId: id,
       before,
       after,
+    });
+  }
+
+  /**
+   * Deletes ended sessions (idle or past their lifetime), expired sign-in links and refused
+   * sign-ins older than the throttle's window: none of them can open anything any more, and a
+   * session or a link is otherwise deleted only when it is next presented. Run by the housekeeping
+   * leader (main.ts).
+   */
+  async purgeEnded(): Promise<{ sessions: number; links: number; failures: number }> {
+    const nowMs = this.#clock.nowMs();
+    return purgeEndedOperatorRecords(this.#db, {
+      nowIso: isoFromMs(nowMs),
+      idleBeforeIso: isoFromMs(nowMs - limits.operatorSessionIdleMs),
+      startedBeforeIso: isoFromMs(nowMs - limits.operatorSessionLifetimeMs),
+      failuresBeforeIso: isoFromMs(nowMs - limits.operatorSignInWindowMs),
     });
   }
 

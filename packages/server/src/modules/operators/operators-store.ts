@@ -195,3 +195,36 @@ export async function recordSignInFailure(
 export async function clearSignInFailures(db: Db | Tx, key: string): Promise<void> {
   await db.deleteFrom("operator_sign_in_failures").where("key", "=", key).execute();
 }
+
+/**
+ * Deletes what can no longer open anything: sessions idle since `idleBeforeIso` or started before
+ * `startedBeforeIso`, sign-in links expired before `nowIso` (used or not), and refused sign-ins
+ * older than `failuresBeforeIso`. Counts what went.
+ */
+export async function purgeEndedOperatorRecords(
+  db: Db | Tx,
+  bounds: { nowIso: string; idleBeforeIso: string; startedBeforeIso: string; failuresBeforeIso: string },
+): Promise<{ sessions: number; links: number; failures: number }> {
+  const sessions = await db
+    .deleteFrom("operator_sessions")
+    .where((eb) =>
+      eb.or([
+        eb("last_seen_at", "<=", bounds.idleBeforeIso),
+        eb("created_at", "<=", bounds.startedBeforeIso),
+      ]),
+    )
+    .executeTakeFirst();
+  const links = await db
+    .deleteFrom("operator_sign_in_links")
+    .where("expires_at", "<=", bounds.nowIso)
+    .executeTakeFirst();
+  const failures = await db
+    .deleteFrom("operator_sign_in_failures")
+    .where("at", "<=", bounds.failuresBeforeIso)
+    .executeTakeFirst();
+  return {
+    sessions: Number(sessions.numDeletedRows),
+    links: Number(links.numDeletedRows),
+    failures: Number(failures.numDeletedRows),
+  };
+}

@@ -9,6 +9,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { buildAdminApp } from "../../app.ts";
 import { limits } from "../../config/limits.ts";
 import type { OperatorRole } from "../../db/schema.ts";
+import { isoFromMs } from "../../db/time.ts";
 import { adminRouteRoles, publicAdminRoutes } from "../../http/admin-access.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { roleAllows } from "./operator-views.ts";
@@ -234,6 +235,76 @@ describe("operator accounts, sessions and roles", () => {
       if (last === 401) break;
     }
     assert.equal(last, 401);
+  });
+
+  test("housekeeping deletes ended sessions, expired links and old refused sign-ins, and nothing live", async () => {
+    const db = ctx.services.database.db;
+    const idle = await createOperator("viewer");
+    const idleSession = sessionOf(await signIn(idle.email));
+    const linked = await createOperator("viewer", null);
+    const oldLink = await ctx.adminRequest("POST", `/admin/operators/${linked.id}/sign-in-link`);
+    assert.equal(oldLink.statusCode, 201, oldLink.body);
+    const guessed = await createOperator("viewer");
+    assert.equal((await signIn(guessed.email, "not the password at all")).statusCode, 401);
+    const failuresOf = async (email: string) =>
+      (
+        await db
+          .selectFrom("operator_sign_in_failures")
+          .select("key")
+          .where("key", "=", `email:${email}`)
+          .execute()
+      ).length;
+    assert.equal(await failuresOf(guessed.email), 1);
+
+    // Past the idle timeout (and so past a link's life and the throttle's window).
+    ctx.clock.advance(limits.operatorSessionIdleMs + 1_000);
+    const live = await createOperator("viewer");
+    const liveSession = sessionOf(await signIn(live.email));
+    const newLink = (await ctx.adminRequest("POST", `/admin/operators/${linked.id}/sign-in-link`)).json()
+      .result.token;
+    // A session kept busy, but started longer ago than a session may last.
+    const old = await createOperator("viewer");
+    const oldSession = sessionOf(await signIn(old.email));
+    await db
+      .updateTable("operator_sessions")
+      .set({ created_at: isoFromMs(ctx.clock.nowMs() - limits.operatorSessionLifetimeMs - 1_000) })
+      .where("operator_id", "=", old.id)
+      .execute();
+
+    const sessionsOf = async (operatorId: string) =>
+      (
+        await db
+          .selectFrom("operator_sessions")
+          .select("token_sha256")
+          .where("operator_id", "=", operatorId)
+          .execute()
+      ).length;
+    const linksOf = async (operatorId: string) =>
+      (
+        await db
+          .selectFrom("operator_sign_in_links")
+          .select("token_sha256")
+          .where("operator_id", "=", operatorId)
+          .execute()
+      ).length;
+    assert.equal(await sessionsOf(idle.id), 1);
+    assert.equal(await sessionsOf(old.id), 1);
+    assert.equal(await linksOf(linked.id), 2);
+
+    const purged = await ctx.services.operators.purgeEnded();
+    assert.ok(purged.sessions >= 2 && purged.links >= 1 && purged.failures >= 1, JSON.stringify(purged));
+    assert.equal(await sessionsOf(idle.id), 0, "the idle session is gone");
+    assert.equal(await sessionsOf(old.id), 0, "the session past its lifetime is gone");
+    assert.equal(await linksOf(linked.id), 1, "the expired link is gone, the new one kept");
+    assert.equal(await failuresOf(guessed.email), 0, "refused sign-ins past the window are gone");
+
+    // What is live still opens: the fresh session, the new link; the ended ones still do not.
+    assert.equal(await sessionsOf(live.id), 1);
+    assert.equal((await as(liveSession, "GET", "/admin/session")).statusCode, 200);
+    assert.equal((await as(idleSession, "GET", "/admin/session")).statusCode, 401);
+    assert.equal((await as(oldSession, "GET", "/admin/session")).statusCode, 401);
+    const viaLink = await ctx.admin.inject({ method: "GET", url: `/admin/session/link?token=${newLink}` });
+    assert.equal(viaLink.statusCode, 200, viaLink.body);
   });
 
   test("sign-out ends the session on the server and clears the cookie", async () => {
