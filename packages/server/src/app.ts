@@ -8,6 +8,7 @@ import ipaddr from "ipaddr.js";
 import { limits } from "./config/limits.ts";
 import { adminAccessHook, requireRouteRoles } from "./http/admin-access.ts";
 import { announcesBody, readBodyBytes, registerBodyParsers } from "./http/body-parsing.ts";
+import { type ConnectionCaps, capConnections } from "./http/connection-caps.ts";
 import { clientErrorHandler, errorHandler, sendError } from "./http/http-error.ts";
 import { addInputChecks, methodNotAllowedRoute } from "./http/input-checks.ts";
 import { LazySchemas } from "./http/lazy-schemas.ts";
@@ -56,6 +57,8 @@ interface AppOptions {
   rateLimiter?: RateLimiter | null;
   /** Bounds on receiving a request; limits.ts by default (tests give short ones). */
   timeouts?: Partial<ServerTimeouts>;
+  /** Caps on open connections; the configuration's by default (tests give small ones). */
+  connectionCaps?: Partial<ConnectionCaps>;
   /**
    * Where the route schemas' compilations wait until first used (http/lazy-schemas.ts); main.ts
    * passes one and warms it once the process listens. A fresh one when absent.
@@ -182,6 +185,15 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
       );
     },
   });
+  capConnections(
+    app.server,
+    {
+      perAddressMax: services.config.connectionsPerAddressMax,
+      totalMax: services.config.connectionsMax,
+      ...options.connectionCaps,
+    },
+    trusted,
+  );
   app.addHook("onRoute", (route) => multipartTargets.add(route));
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);

@@ -63,6 +63,10 @@ export interface Config {
   readonly redisTimeoutMs: number;
   /** Whether signed requests are rate limited per partner (RATE_LIMITS=on, the default). */
   readonly rateLimits: boolean;
+  /** Connections open at once per client address, TRUST_PROXY's proxies excepted (CONNECTIONS_PER_ADDRESS_MAX). */
+  readonly connectionsPerAddressMax: number;
+  /** Connections open at once per listener (CONNECTIONS_MAX). */
+  readonly connectionsMax: number;
 }
 
 export class ConfigError extends Error {
@@ -201,6 +205,13 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     quoteLifetimeSeconds: integer("QUOTE_LIFETIME_S", 15, 1, 3_600),
     legalAgeYears: integer("LEGAL_AGE", 18, 0, 150),
     eventRetentionDays: integer("EVENT_RETENTION_DAYS", 30, 30, 3_650),
+    connectionsPerAddressMax: integer(
+      "CONNECTIONS_PER_ADDRESS_MAX",
+      limits.connectionsPerAddressMax,
+      1,
+      1_000_000,
+    ),
+    connectionsMax: integer("CONNECTIONS_MAX", limits.connectionsMax, 1, 1_000_000),
     webhookAllowPrivate: flag("WEBHOOK_ALLOW_PRIVATE"),
     webhookAllowHttp: flag("WEBHOOK_ALLOW_HTTP"),
     webhookSigningKey: signingKey(),

@@ -48,6 +48,13 @@ export const limits = {
    * common load balancers, so that the balancer, not the service, closes idle connections.
    */
   keepAliveIdleMs: 72_000,
+  /**
+   * Connections open at once per client address (CONNECTIONS_PER_ADDRESS_MAX) and per listener
+   * (CONNECTIONS_MAX), by default (http/connection-caps.ts). Keep the second well under the
+   * process's open-file limit (ulimit -n), which also holds its database connections and files.
+   */
+  connectionsPerAddressMax: 1_000,
+  connectionsMax: 10_000,
   /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,

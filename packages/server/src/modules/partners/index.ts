@@ -1,7 +1,9 @@
 export {
   type AuthFailureCause,
   type AuthResult,
+  normaliseIp,
   PartnerAuthenticator,
+  parseRange,
   type SignedRequest,
 } from "./partner-auth.ts";
 export {
