@@ -166,3 +166,23 @@ test("REDIS_URL, REDIS_TIMEOUT_MS and RATE_LIMITS: defaults, valid values, one l
     },
   );
 });
+
+test("CONNECTIONS_PER_ADDRESS_MAX and CONNECTIONS_MAX: defaults, valid values, one line per bad one", () => {
+  const plain = loadConfig({}, "/srv/app");
+  assert.equal(plain.connectionsPerAddressMax, 1_000);
+  assert.equal(plain.connectionsMax, 10_000);
+  const set = loadConfig({ CONNECTIONS_PER_ADDRESS_MAX: "50", CONNECTIONS_MAX: "4000" }, "/srv/app");
+  assert.equal(set.connectionsPerAddressMax, 50);
+  assert.equal(set.connectionsMax, 4_000);
+  assert.throws(
+    () => loadConfig({ CONNECTIONS_PER_ADDRESS_MAX: "0", CONNECTIONS_MAX: "lots" }, "/srv/app"),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(err.problems, [
+        'CONNECTIONS_PER_ADDRESS_MAX: expected an integer from 1 to 1000000, got "0"',
+        'CONNECTIONS_MAX: expected an integer from 1 to 1000000, got "lots"',
+      ]);
+      return true;
+    },
+  );
+});
