@@ -67,17 +67,20 @@ function nextLink(base: string, query: Record<string, string>, next: Cursor | nu
 const money = (amount: string | null, asset: string | null) =>
   amount === null ? "" : `${esc(amount)} ${esc(asset ?? "")}`;
 
-function ordersTable(items: OrderRecord[]): string {
+function ordersTable(items: OrderRecord[], showPartner = true): string {
   const rows = items
     .map(
-      (o) => `<tr><td><a href="/console/orders/${o.id}">${o.id}</a></td><td>${esc(o.created_at)}</td>
-<td><a href="/console/clients/${esc(o.partner_id)}/${encodeURIComponent(o.partner_client_id)}">${esc(o.partner_client_id)}</a></td>
+      (
+        o,
+      ) => `<tr><td><a href="/console/orders/${o.id}">${o.id}</a></td><td class="nw">${esc(o.created_at)}</td>
+<td class="nw"><a href="/console/clients/${esc(o.partner_id)}/${encodeURIComponent(o.partner_client_id)}">${esc(o.partner_client_id)}</a></td>
 <td>${esc(o.type)}</td><td>${esc(o.source)}</td><td>${esc(o.status)}</td>
-<td>${money(o.credit, o.credit_asset_id)}</td><td>${money(o.debit, o.debit_asset_id)}</td><td>${esc(o.partner_id)}</td></tr>`,
+<td class="nw num">${money(o.credit, o.credit_asset_id)}</td><td class="nw num">${money(o.debit, o.debit_asset_id)}</td>${showPartner ? `<td class="nw">${esc(o.partner_id)}</td>` : ""}</tr>`,
     )
     .join("");
-  return `<table><thead><tr><th>Order</th><th>Created</th><th>Client</th><th>Type</th><th>Source</th><th>Status</th><th>Credit</th><th>Debit</th><th>Partner</th></tr></thead>
-<tbody>${rows === "" ? '<tr><td colspan="9">No order matches.</td></tr>' : rows}</tbody></table>`;
+  const partner = showPartner ? "<th>Partner</th>" : "";
+  return `<table><thead><tr><th>Order</th><th>Created</th><th>Client</th><th>Type</th><th>Source</th><th>Status</th><th>Credit</th><th>Debit</th>${partner}</tr></thead>
+<tbody>${rows === "" ? `<tr><td colspan="${showPartner ? 9 : 8}">No order matches.</td></tr>` : rows}</tbody></table>`;
 }
 
 export interface OrdersQuery {
@@ -204,9 +207,10 @@ export interface ClientDocumentItem {
 function documentView(documentId: number, side: "front" | "back", contentType: string): string {
   const src = `/console/documents/${documentId}/${side}`;
   const label = `${side} of document ${documentId}`;
-  // Images inline; a PDF in a sandboxed frame of the same origin (the file route allows only that).
+  // Images inline; a PDF in a frame of this origin (the file route's own CSP sandboxes it: a
+  // sandbox attribute here would keep the browser's PDF viewer from showing it at all).
   return contentType === "application/pdf"
-    ? `<iframe src="${src}" title="${esc(label)}" sandbox="" loading="lazy"></iframe><a href="${src}">Open the ${esc(label)}</a>`
+    ? `<iframe src="${src}" title="${esc(label)}" loading="lazy"></iframe><a href="${src}">Open the ${esc(label)}</a>`
     : `<a href="${src}"><img src="${src}" alt="${esc(label)}" loading="lazy"></a>`;
 }
 
@@ -235,7 +239,7 @@ export function clientRecords(
   return `<h2>Balances</h2>
 <table id="balances"><thead><tr><th>Asset</th><th>Balance</th><th>Held</th><th>Available</th></tr></thead>
 <tbody>${balanceRows === "" ? '<tr><td colspan="4">No balance.</td></tr>' : balanceRows}</tbody></table>
-<h2>Orders</h2>${ordersTable(orders)}
+<h2>Orders</h2>${ordersTable(orders, false)}
 <p><a href="${esc(allOrders)}">${more ? "All of this client's orders →" : "This client's orders on the orders page"}</a></p>
 <h2>Documents</h2>${docs === "" ? "<p>No documents.</p>" : `<ul class="documents">${docs}</ul>`}
 <p class="note">Opening a document is recorded on the audit trail.</p>`;

@@ -34,7 +34,7 @@ export function html(reply: FastifyReply, body: string, status = 200) {
     .code(status)
     .header(
       "Content-Security-Policy",
-      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; frame-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
     .header("X-Frame-Options", "DENY")
     .header("X-Content-Type-Options", "nosniff")
