@@ -145,9 +145,9 @@ async function plans(db: pg.Client, partner: string, clientId: number, midAt: st
   for (const [name, sql, params] of cases) {
     const res = await db.query(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, params);
     const text = res.rows.map((r) => r["QUERY PLAN"] as string).join("\n");
-    const indexes = [...text.matchAll(/(?:Index(?: Only)? Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)/g)].map(
-      (m) => m[1],
-    );
+    const indexes = [
+      ...text.matchAll(/(?:Index(?: Only)? Scan(?: Backward)? using|Bitmap Index Scan on) (\w+)/g),
+    ].map((m) => m[1]);
     const ms = /Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? "?";
     const seq = /Seq Scan on orders/.test(text) ? " + SEQ SCAN" : "";
     const sort = /Sort\b/.test(text) ? " + sort" : "";
