@@ -75,6 +75,9 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "PUT /admin/partners/:partner_id/fees": "admin",
   // The ledger.
   "GET /admin/ledger/check": "viewer",
+  // Orders across partners, and one order with its postings (docs/decisions.md, "Back office records").
+  "GET /admin/orders": "viewer",
+  "GET /admin/orders/:order_id": "viewer",
   // The audit trail.
   "GET /admin/audit": "viewer",
   // The console's pages (its changes go through the routes above, with their roles).

@@ -8,6 +8,7 @@ import { Type } from "typebox";
 import { limits } from "../../config/limits.ts";
 import type { OrderSource, OrderStatus, OrderType } from "../../db/schema.ts";
 import { auditNote } from "../../http/admin-access.ts";
+import { queryDatetime } from "../../http/query-schemas.ts";
 import { isUuid } from "../../platform/uuid.ts";
 import type { AuditService } from "../audit/index.ts";
 import type { Cursor, RecordsService } from "../records/index.ts";
@@ -28,14 +29,11 @@ const pageSize = limits.pageSizeMax / 2;
 /** The client page shows this many of the client's latest orders; the orders page has the rest. */
 const clientOrdersShown = 20;
 
-const timestamp =
-  /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
-
-/** A time the page was given: null when empty, "bad" when it is not one. */
+/** A time the page was given, as timestamptz text: null when empty, "bad" when it is not one. */
 function timeParam(v: string | undefined): string | null | "bad" {
   const t = (v ?? "").trim();
   if (t === "") return null;
-  return timestamp.test(t) && !Number.isNaN(Date.parse(t.replace(" ", "T"))) ? t : "bad";
+  return queryDatetime(t) ?? "bad";
 }
 
 function cursorParam(at: string | undefined, id: number | undefined): Cursor | null | "bad" {

@@ -226,4 +226,56 @@ describe("the console's record pages", () => {
     const second = await page(next[1]!.replaceAll("&amp;", "&"));
     assert.equal(rows(second.body), (await trailCount("document.read")) - 50);
   });
+
+  test("the admin API lists the same orders by keyset, and shows one with its postings", async () => {
+    const list = async (query: string) => {
+      const res = await ctx.adminRequest("GET", `/admin/orders?${query}`);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { items: { id: number }[]; next: { after_at: string; after_id: number } | null };
+    };
+    assert.deepEqual(
+      (await list("type=withdrawal")).items.map((o) => o.id),
+      [withdrawal],
+    );
+    assert.deepEqual(
+      (await list(`partner_id=${ctx.partner.id}&partner_client_id=client-2`)).items.map((o) => o.id),
+      [otherDeposit],
+    );
+    // Every order once, 20 a page, by following `next`.
+    const seen: number[] = [];
+    let query = "page_size=20";
+    for (;;) {
+      const page = await list(query);
+      seen.push(...page.items.map((o) => o.id));
+      if (page.next === null) break;
+      query = `page_size=20&${new URLSearchParams({ after_at: page.next.after_at, after_id: String(page.next.after_id) })}`;
+    }
+    assert.deepEqual(seen, [otherDeposit, withdrawal, ...[...deposits].reverse()]);
+    const one = await ctx.adminRequest("GET", `/admin/orders/${withdrawal}`);
+    assert.equal(one.statusCode, 200, one.body);
+    const { order, postings } = one.json().result;
+    assert.equal(order.credit, "3.5");
+    assert.deepEqual(
+      postings.map((p: { amount: string }) => p.amount),
+      ["-3.5", "3.5"],
+    );
+    assert.equal((await ctx.adminRequest("GET", "/admin/orders/999999")).statusCode, 404);
+    for (const bad of [
+      "partner_client_id=client-1",
+      "after_id=3",
+      "partner_id=nope",
+      "status=lost",
+      "from=soon",
+    ]) {
+      const res = await ctx.adminRequest("GET", `/admin/orders?${bad}`);
+      assert.equal(res.statusCode, 422, bad);
+    }
+    // A viewer's session may read them too.
+    const viewed = await ctx.admin.inject({
+      method: "GET",
+      url: "/admin/orders?type=withdrawal",
+      headers: { cookie },
+    });
+    assert.equal(viewed.statusCode, 200);
+  });
 });

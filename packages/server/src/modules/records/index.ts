@@ -1,3 +1,4 @@
+export { recordsRoutes } from "./records-routes.ts";
 export { type Cursor, type KeysetPage, type OrderSearch, RecordsService } from "./records-service.ts";
 export type {
   AssetTotalRecord,

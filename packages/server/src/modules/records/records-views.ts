@@ -1,6 +1,7 @@
 // The back office records as the console shows them: decimals as plain strings (never JS numbers,
 // never exponent notation: "0", "3.5", "-503.5"), an account named by its owner, kind and slot.
 
+import { Type } from "typebox";
 import { moneyFromPg } from "../../db/numeric.ts";
 import type {
   AssetTotalRow,
@@ -120,3 +121,57 @@ export function clientBalanceRecord(r: ClientBalanceLine): ClientBalanceRecord {
     available: formatDecimal(balance - held),
   };
 }
+
+// Wire shapes of the admin API's order reads (`GET /admin/orders`, `GET /admin/orders/:order_id`).
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const AdminOrderSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    partner_id: Type.String(),
+    client_id: Type.Integer(),
+    partner_client_id: Type.String(),
+    partner_order_ref: NullableString,
+    type: Type.String(),
+    source: Type.String(),
+    status: Type.String(),
+    price: NullableString,
+    credit: NullableString,
+    credit_asset_id: NullableString,
+    debit: NullableString,
+    debit_asset_id: NullableString,
+    fee: Type.String(),
+    fee_asset_id: Type.String(),
+    vat: Type.String(),
+    created_at: Type.String(),
+    transitioned_at: Type.String(),
+    updated_at: Type.String(),
+  },
+  { $id: "AdminOrder" },
+);
+
+export const AdminPostingSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    account_id: Type.Integer(),
+    account: Type.String({ description: "client N, or the house account's kind and slot" }),
+    asset_id: Type.String(),
+    amount: Type.String({ description: "signed decimal string" }),
+  },
+  { $id: "AdminPosting" },
+);
+
+/** A keyset page: pass `next` back as after_at and after_id for the older page; null on the last. */
+export const AdminOrderPageSchema = Type.Object(
+  {
+    items: Type.Array(AdminOrderSchema),
+    next: Type.Union([Type.Object({ after_at: Type.String(), after_id: Type.Integer() }), Type.Null()]),
+  },
+  { $id: "AdminOrderPage" },
+);
+
+export const AdminOrderDetailSchema = Type.Object(
+  { result: Type.Object({ order: AdminOrderSchema, postings: Type.Array(AdminPostingSchema) }) },
+  { $id: "AdminOrderDetail" },
+);
