@@ -85,14 +85,14 @@ async function seed(db: pg.Client, orders: number): Promise<{ partner: string }>
   );
   await db.query(
     `INSERT INTO postings (order_id, account_id, asset_id, amount)
-     SELECT o.id, a.id, 'AED', CASE WHEN a.kind = 'client' THEN s.amount ELSE -s.amount END
-       FROM orders o
-       CROSS JOIN LATERAL (SELECT CASE WHEN o.type = 'deposit' THEN 100::numeric ELSE -10::numeric END AS amount) s
-       JOIN accounts a ON a.partner_id = o.partner_id AND a.asset_id = 'AED'
-        AND ((a.kind = 'client' AND a.client_id = o.client_id)
-          OR (a.kind = 'omnibus' AND a.slot = o.client_id % 16))
+     SELECT o.id, a.id, 'AED', CASE WHEN o.type = 'deposit' THEN 100::numeric ELSE -10::numeric END
+       FROM orders o JOIN accounts a ON a.kind = 'client' AND a.client_id = o.client_id AND a.asset_id = 'AED'
       WHERE o.status = 'completed'
-      ORDER BY o.id, a.kind`,
+     UNION ALL
+     SELECT o.id, h.id, 'AED', CASE WHEN o.type = 'deposit' THEN -100::numeric ELSE 10::numeric END
+       FROM orders o JOIN accounts h ON h.kind = 'omnibus' AND h.partner_id = o.partner_id
+        AND h.slot = o.client_id % 16 AND h.asset_id = 'AED'
+      WHERE o.status = 'completed'`,
   );
   await db.query(
     `UPDATE accounts a SET balance = p.total
