@@ -35,6 +35,7 @@ import { balancesRoutes } from "./modules/ledger/index.ts";
 import { operatorsRoutes } from "./modules/operators/index.ts";
 import { ordersRoutes } from "./modules/orders/index.ts";
 import type { PartnerAuthenticator, RateLimiter } from "./modules/partners/index.ts";
+import { recordsRoutes } from "./modules/records/index.ts";
 import { tradingRoutes } from "./modules/trading/index.ts";
 import { webhooksAdminRoutes, webhooksRoutes } from "./modules/webhooks/index.ts";
 import type { Services } from "./services.ts";
@@ -325,6 +326,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   webhooksAdminRoutes(app, services.webhooks);
   operatorsRoutes(app, { operators: services.operators, secureCookies: !isLoopback(services.config.host) });
   auditRoutes(app, services);
+  recordsRoutes(app, services);
   consoleRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;

@@ -19,6 +19,7 @@ import { BalancesService, LedgerAdminService } from "./modules/ledger/index.ts";
 import { OperatorsService } from "./modules/operators/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService, RateLimiter } from "./modules/partners/index.ts";
+import { RecordsService } from "./modules/records/index.ts";
 import { TradingAdminService, TradingService } from "./modules/trading/index.ts";
 import { systemResolver, WebhookSigner, WebhooksService } from "./modules/webhooks/index.ts";
 import type { Clock } from "./platform/clock.ts";
@@ -63,6 +64,8 @@ export interface Services {
   readonly catalogAdmin: CatalogAdminService;
   readonly tradingAdmin: TradingAdminService;
   readonly ledgerAdmin: LedgerAdminService;
+  /** The back office's reads of orders, the ledger, clients' records and documents. */
+  readonly records: RecordsService;
   /** The audit trail of operator actions (each service writes its own entries). */
   readonly audit: AuditService;
   /** Operator accounts and console sessions; sign-in links only in the sandbox (no DATABASE_URL). */
@@ -177,6 +180,7 @@ export function buildServices(deps: {
     catalogAdmin: new CatalogAdminService(db, deps.clock),
     tradingAdmin: new TradingAdminService(db, deps.clock, priceFeed),
     ledgerAdmin: new LedgerAdminService(db),
+    records: new RecordsService(db, deps.clock, fileStore),
     audit: new AuditService(db),
     operators: new OperatorsService(db, deps.clock, deps.random, {
       signInLinks: config.databaseUrl === null,

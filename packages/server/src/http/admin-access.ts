@@ -75,6 +75,9 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "PUT /admin/partners/:partner_id/fees": "admin",
   // The ledger.
   "GET /admin/ledger/check": "viewer",
+  // Orders across partners, and one order with its postings (docs/decisions.md, "Back office records").
+  "GET /admin/orders": "viewer",
+  "GET /admin/orders/:order_id": "viewer",
   // The audit trail.
   "GET /admin/audit": "viewer",
   // The console's pages (its changes go through the routes above, with their roles).
@@ -82,6 +85,12 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "GET /console/clients": "viewer",
   "GET /console/clients/:partner_id/:partner_client_id": "viewer",
   "GET /console/audit": "viewer",
+  // The console's record pages (docs/decisions.md, "Back office records"); a document's file is
+  // KYC data every role may read, and each reading is on the audit trail.
+  "GET /console/orders": "viewer",
+  "GET /console/orders/:order_id": "viewer",
+  "GET /console/ledger": "viewer",
+  "GET /console/documents/:document_id/:side": "viewer",
   // Operator accounts.
   "GET /admin/operators": "admin",
   "POST /admin/operators": "admin",

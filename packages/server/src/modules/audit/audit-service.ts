@@ -6,7 +6,8 @@ import { isoFromMs } from "../../db/time.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Actor } from "../operators/index.ts";
-import { type AuditFilter, insertAudit, listAudit } from "./audit-store.ts";
+import { type AuditCursor, type AuditFilter, insertAudit, listAudit, listAuditAfter } from "./audit-store.ts";
+import type { AuditEntry } from "./audit-views.ts";
 import { type AuditPage, auditView } from "./audit-views.ts";
 
 /** Who acts and why: passed by the admin routes (and the CLI through them) to every change. */
@@ -69,4 +70,20 @@ export class AuditService {
     const { rows, total } = await listAudit(this.#db, filter, page, pageSize);
     return { items: rows.map(auditView), total, page, page_size: pageSize };
   }
+
+  /** A keyset page of the trail (the console's): its entries and the cursor of the next page, if any. */
+  async page(
+    filter: AuditFilter,
+    after: AuditCursor | null,
+    pageSize: number,
+  ): Promise<{ items: AuditEntry[]; next: AuditCursor | null }> {
+    const rows = await listAuditAfter(this.#db, filter, after, pageSize + 1);
+    const last = rows.length > pageSize ? rows[pageSize - 1] : undefined;
+    return {
+      items: rows.slice(0, pageSize).map(auditView),
+      next: last === undefined ? null : { at: last.at, id: last.id },
+    };
+  }
 }
+
+export type { AuditCursor, AuditFilter };

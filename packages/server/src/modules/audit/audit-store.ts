@@ -67,3 +67,41 @@ export async function listAudit(
   ]);
   return { rows: rows as AuditRow[], total: Number(count.n) };
 }
+
+/** Where a keyset page of the trail starts: after this (at, id), newest first. */
+export interface AuditCursor {
+  at: string;
+  id: number;
+}
+
+/**
+ * One page of the trail (`limit` rows at most) after `after`, newest first, by keyset: each filter
+ * has an index in (at, id) order (migration 0016), so a deep page costs what the first one does.
+ * `actor` may also be an operator's e-mail address (resolved to its id, so the actor index serves).
+ */
+export async function listAuditAfter(
+  db: Db,
+  f: AuditFilter,
+  after: AuditCursor | null,
+  limit: number,
+): Promise<AuditRow[]> {
+  let q = db.selectFrom("audit_log");
+  if (f.actor === "token" || f.actor === "system") q = q.where("actor_kind", "=", f.actor);
+  else if (f.actor?.includes("@") === true) {
+    const email = f.actor.toLowerCase();
+    q = q.where("actor_id", "=", (eb) =>
+      eb.selectFrom("operators").select("operators.id").where("operators.email", "=", email),
+    );
+  } else if (f.actor !== null) q = q.where("actor_id", "=", f.actor);
+  if (f.action !== null) q = q.where("action", "=", f.action);
+  if (f.targetType !== null) q = q.where("target_type", "=", f.targetType);
+  if (f.targetId !== null) q = q.where("target_id", "=", f.targetId);
+  if (f.from !== null) q = q.where("at", ">=", f.from);
+  if (f.to !== null) q = q.where("at", "<=", f.to);
+  if (after !== null) {
+    const { at, id } = after;
+    q = q.where((eb) => eb(eb.refTuple("at", "id"), "<", eb.tuple(at, id)));
+  }
+  const rows = await q.selectAll().orderBy("at", "desc").orderBy("id", "desc").limit(limit).execute();
+  return rows as AuditRow[];
+}

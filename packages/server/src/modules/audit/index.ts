@@ -1,5 +1,7 @@
 export { auditRoutes } from "./audit-routes.ts";
 export {
+  type AuditCursor,
+  type AuditFilter,
   type AuditNote,
   AuditService,
   missingReason,

@@ -14,12 +14,16 @@ export function esc(value: unknown): string {
     .replaceAll("'", "&#39;");
 }
 
-function page(title: string, body: string, session: { operator: OperatorView; csrf: string } | null): string {
+export function page(
+  title: string,
+  body: string,
+  session: { operator: OperatorView; csrf: string } | null,
+): string {
   const header =
     session === null
       ? "<header><strong>Counterpart back office</strong></header>"
       : `<header><strong>Counterpart back office</strong>
-<nav><a href="/console/clients">Clients</a> · <a href="/console/audit">Audit trail</a></nav>
+<nav><a href="/console/clients">Clients</a> · <a href="/console/orders">Orders</a> · <a href="/console/ledger">Ledger</a> · <a href="/console/audit">Audit trail</a></nav>
 <span class="who">${esc(session.operator.email)} (${esc(session.operator.role)})</span>
 <form data-api="/admin/session" data-method="DELETE" data-next="/console/sign-in"><button type="submit">Sign out</button><span role="status"></span></form>
 </header>`;
@@ -101,7 +105,7 @@ export function clientsPage(
   );
 }
 
-function auditTable(entries: AuditEntry[]): string {
+export function auditTable(entries: AuditEntry[]): string {
   const rows = entries
     .map(
       (e) => `<tr><td>${esc(e.at)}</td><td>${esc(e.actor.email ?? e.actor.kind)}</td><td>${esc(e.action)}</td>
@@ -119,6 +123,7 @@ export function clientPage(
   c: ClientView,
   history: AuditEntry[],
   mayChange: boolean,
+  records = "",
 ): string {
   const api = `/admin/partners/${esc(partnerId)}/clients/${encodeURIComponent(c.partner_client_id)}`;
   const fields: [string, unknown][] = [
@@ -149,23 +154,7 @@ export function clientPage(
     : "<p>Your role may read this client but not change it.</p>";
   return page(
     `Client ${c.partner_client_id}`,
-    `${record}${forms}<h2>History</h2>${auditTable(history)}`,
-    session,
-  );
-}
-
-export function auditPage(
-  session: { operator: OperatorView; csrf: string },
-  query: { action: string; target: string },
-  entries: AuditEntry[],
-  p: Pager,
-): string {
-  return page(
-    "Audit trail",
-    `<form method="get" action="/console/audit" class="inline">
-<label>Action <input name="action" value="${esc(query.action)}" placeholder="client.status"></label>
-<label>Target id <input name="target" value="${esc(query.target)}"></label>
-<button type="submit">Filter</button></form>${auditTable(entries)}${pager(p)}`,
+    `${record}${forms}${records}<h2>History</h2>${auditTable(history)}`,
     session,
   );
 }

@@ -13,7 +13,9 @@ import type { ClientStatus } from "../../db/schema.ts";
 import type { AuditService } from "../audit/index.ts";
 import type { ClientsService } from "../clients/index.ts";
 import { roleAllows } from "../operators/index.ts";
-import { auditPage, clientPage, clientsPage, notFoundPage, signInPage, statuses } from "./console-pages.ts";
+import type { RecordsService } from "../records/index.ts";
+import { clientPage, clientsPage, notFoundPage, signInPage, statuses } from "./console-pages.ts";
+import { clientRecordsHtml, consoleRecordsRoutes } from "./console-records-routes.ts";
 
 const assets: Record<string, { type: string; body: Buffer }> = {
   "console.css": {
@@ -27,12 +29,12 @@ const assets: Record<string, { type: string; body: Buffer }> = {
 };
 
 /** Pages allow only this listener's own files, and are never framed or cached. */
-function html(reply: FastifyReply, body: string, status = 200) {
+export function html(reply: FastifyReply, body: string, status = 200) {
   return reply
     .code(status)
     .header(
       "Content-Security-Policy",
-      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; frame-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
     .header("X-Frame-Options", "DENY")
     .header("X-Content-Type-Options", "nosniff")
@@ -42,7 +44,7 @@ function html(reply: FastifyReply, body: string, status = 200) {
     .send(body);
 }
 
-function sessionOf(request: FastifyRequest) {
+export function sessionOf(request: FastifyRequest) {
   const s = request.operatorSession;
   return s === null ? null : { operator: s.operator, csrf: s.csrfToken };
 }
@@ -52,9 +54,10 @@ const pageQuery = { page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_00
 export interface ConsoleDeps {
   readonly clients: ClientsService;
   readonly audit: AuditService;
+  readonly records: RecordsService;
 }
 
-export function consoleRoutes(app: FastifyInstance, { clients, audit }: ConsoleDeps): void {
+export function consoleRoutes(app: FastifyInstance, { clients, audit, records }: ConsoleDeps): void {
   const pageSize = limits.pageSizeMax / 2;
 
   app.get("/console/sign-in", async (_request, reply) => html(reply, signInPage()));
@@ -140,45 +143,10 @@ export function consoleRoutes(app: FastifyInstance, { clients, audit }: ConsoleD
         limits.pageSizeMax,
       );
       const mayChange = roleAllows(session.operator.role, "compliance");
-      return html(reply, clientPage(session, partner_id, shown.client, history.items, mayChange));
+      const extra = await clientRecordsHtml(records, partner_id, partner_client_id);
+      return html(reply, clientPage(session, partner_id, shown.client, history.items, mayChange, extra));
     },
   );
 
-  app.get<{ Querystring: { action?: string; target?: string; page?: number } }>(
-    "/console/audit",
-    {
-      schema: {
-        querystring: Type.Object({
-          action: Type.Optional(Type.String({ maxLength: 64 })),
-          target: Type.Optional(Type.String({ maxLength: 300 })),
-          ...pageQuery,
-        }),
-      },
-    },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      if (session === null) return reply.redirect("/console/sign-in", 303);
-      const action = (request.query.action ?? "").trim();
-      const target = (request.query.target ?? "").trim();
-      const page = request.query.page ?? 1;
-      const found = await audit.list(
-        {
-          actor: null,
-          action: action === "" ? null : action,
-          targetType: null,
-          targetId: target === "" ? null : target,
-          from: null,
-          to: null,
-        },
-        page,
-        pageSize,
-      );
-      const href = (n: number) =>
-        `/console/audit?${new URLSearchParams({ action, target, page: String(n) })}`;
-      return html(
-        reply,
-        auditPage(session, { action, target }, found.items, { page, pageSize, total: found.total, href }),
-      );
-    },
-  );
+  consoleRecordsRoutes(app, { records, audit });
 }

@@ -2,7 +2,8 @@
 // compliance officer signs in, looks a client up, changes its status with a reason and sees the
 // audit entry on the client's page; a viewer sees the page without the forms and is refused (403)
 // at the API when it sends the change anyway. Pages without a session go to the sign-in page.
-// With CONSOLE_SCREENSHOTS=DIR the main pages are saved there as PNG (docs/console/).
+// With CONSOLE_SCREENSHOTS=DIR the sign-in page is saved there as PNG (docs/console/; the other
+// pages' pictures come from console-records-browser.test.ts).
 
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -70,7 +71,6 @@ describe("the console in a browser", () => {
     await page.keyboard.press("Enter");
     await page.waitForURL(/\/console\/clients\?q=/);
     const link = page.getByRole("link", { name: client.partner_client_id });
-    if (screenshots !== null) await page.screenshot({ path: path.join(screenshots, "clients.png") });
     await link.click();
     await page.waitForURL(`${base}/console/clients/${ctx.partner.id}/${client.partner_client_id}`);
 
@@ -89,8 +89,6 @@ describe("the console in a browser", () => {
     assert.equal(await page.getByRole("row", { name: /^Status rejected$/ }).count(), 1);
     const history = page.locator("table").last();
     assert.match(await history.innerText(), /officer@broker\.example\s+client\.status/);
-    if (screenshots !== null)
-      await page.screenshot({ path: path.join(screenshots, "client.png"), fullPage: true });
 
     const stored = await ctx.adminRequest(
       "GET",
@@ -107,8 +105,6 @@ describe("the console in a browser", () => {
     await page.getByRole("link", { name: "Audit trail" }).click();
     await page.waitForURL(`${base}/console/audit`);
     await page.getByRole("cell", { name: "forged passport" }).waitFor();
-    if (screenshots !== null)
-      await page.screenshot({ path: path.join(screenshots, "audit.png"), fullPage: true });
 
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${base}/console/sign-in`);

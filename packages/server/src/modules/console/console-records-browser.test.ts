@@ -1,0 +1,168 @@
+// The console's record pages in headless Chromium (Debian's chromium driven by playwright-core):
+// an operator looks an order up by its filters and opens it to see its postings, runs the ledger
+// check, sees a client's balances, orders and documents (the image shown in the page), and
+// filters the audit trail down to that document's reading. With CONSOLE_SCREENSHOTS=DIR the pages
+// are saved there as PNG (docs/console/), with the values that change from run to run (the
+// partner's id, the orders' times) written over by fixed ones first, so the pictures are the same
+// on every run.
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { insertClient, multipartBody, sampleFile } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+
+const password = "correct horse battery staple";
+const screenshots = process.env.CONSOLE_SCREENSHOTS ?? null;
+const waitMs = 60_000;
+
+describe("the console's record pages in a browser", () => {
+  let ctx: TestContext;
+  let dataDir: string;
+  let browser: Browser;
+  let base: string;
+  let page: Page;
+  let withdrawal: number;
+  let refs = 0;
+
+  async function fund(kind: "deposits" | "withdrawals", client: string, amount: string): Promise<number> {
+    const res = await ctx.signed({
+      method: "POST",
+      url: `/v1/partner/${kind}`,
+      body: { partner_client_id: client, asset_id: "AED", amount, partner_order_ref: `ref-${++refs}` },
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json().result.id;
+  }
+
+  /** Writes fixed values over the ones that change from run to run, then saves the page. */
+  async function shot(name: string): Promise<void> {
+    if (screenshots === null) return;
+    await page.evaluate(`(() => {
+      const partner = ${JSON.stringify(ctx.partner.id)};
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n !== null; n = walker.nextNode()) {
+        n.nodeValue = n.nodeValue
+          .replaceAll(partner, "3f2b8c1e-7a4d-4e9b-9c21-5d6e7f8a9b0c")
+          .replace(/20\\d\\d-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z/g, (t) =>
+            t.startsWith("2026-11-21T09:") ? t : "2026-11-21T09:45:00.000000Z")
+          .replace(/checked in \\d+ ms/, "checked in 12 ms");
+      }
+      for (const input of document.querySelectorAll("input")) {
+        if (input.value === partner) input.value = "3f2b8c1e-7a4d-4e9b-9c21-5d6e7f8a9b0c";
+      }
+    })()`);
+    await page.screenshot({ path: path.join(screenshots, name), fullPage: true });
+  }
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cp-console-records-browser-"));
+    ctx = await startTestContext({ env: { DATA_DIR: dataDir } });
+    const db = ctx.services.database.db;
+    await insertClient(db, ctx.partner.id, 1);
+    await insertClient(db, ctx.partner.id, 2);
+    for (const amount of ["100", "250", "40"]) await fund("deposits", "client-1", amount);
+    withdrawal = await fund("withdrawals", "client-1", "35.5");
+    await fund("deposits", "client-2", "75");
+    const { body, contentType } = multipartBody([
+      { name: "type", data: "government_id" },
+      { name: "front_file", filename: "f.png", contentType: "image/png", data: sampleFile("png", 500) },
+    ]);
+    const up = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/clients/client-1/documents",
+      body,
+      headers: { "content-type": contentType },
+    });
+    assert.equal(up.statusCode, 201, up.body);
+    const op = await ctx.adminRequest("POST", "/admin/operators", {
+      email: "officer@broker.example",
+      role: "compliance",
+      password,
+    });
+    assert.equal(op.statusCode, 201, op.body);
+    await ctx.admin.listen({ port: 0, host: "127.0.0.1" });
+    const address = ctx.admin.server.address();
+    assert.ok(address !== null && typeof address === "object");
+    base = `http://127.0.0.1:${address.port}`;
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+      timeout: waitMs,
+    });
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    context.setDefaultTimeout(waitMs);
+    page = await context.newPage();
+    await page.goto(`${base}/console/sign-in`);
+    await page.getByLabel("E-mail address").fill("officer@broker.example");
+    await page.getByLabel("Password").fill(password);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(`${base}/console/clients`);
+  });
+  after(async () => {
+    await browser?.close();
+    await ctx.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test("an order is looked up by its filters and opened to show its postings", async () => {
+    await page.getByRole("link", { name: "Orders", exact: true }).click();
+    await page.waitForURL(`${base}/console/orders`);
+    assert.equal(await page.locator("tbody tr").count(), 5);
+    await shot("orders.png");
+    await page.getByLabel("Type").selectOption("withdrawal");
+    await page.getByLabel("Partner id").fill(ctx.partner.id);
+    await page.getByLabel("Client id (with the partner)").fill("client-1");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/type=withdrawal/);
+    assert.equal(await page.locator("tbody tr").count(), 1);
+    await page.getByRole("link", { name: String(withdrawal), exact: true }).click();
+    await page.waitForURL(`${base}/console/orders/${withdrawal}`);
+    const postings = await page.locator("#postings tbody").innerText();
+    assert.match(postings, /client \d+\s+\d+\s+AED\s+-35\.5/);
+    assert.match(postings, /omnibus slot \d+\s+\d+\s+AED\s+35\.5/);
+    await shot("order.png");
+  });
+
+  test("the ledger page runs the check on demand and shows the totals", async () => {
+    await page.getByRole("link", { name: "Ledger", exact: true }).click();
+    await page.waitForURL(`${base}/console/ledger`);
+    assert.match(await page.locator("#totals tbody").innerText(), /AED\s+429\.5\s+-429\.5\s+0/);
+    await page.getByRole("button", { name: "Run the ledger check" }).click();
+    await page.getByText("The ledger is consistent").waitFor();
+    await shot("ledger.png");
+  });
+
+  test("a client's page shows its balances, orders and its document's image", async () => {
+    await page.getByRole("link", { name: "Clients", exact: true }).click();
+    await page.waitForURL(`${base}/console/clients`);
+    await shot("clients.png");
+    await page.getByRole("link", { name: "client-1", exact: true }).click();
+    await page.waitForURL(`${base}/console/clients/${ctx.partner.id}/client-1`);
+    assert.match(await page.locator("#balances tbody").innerText(), /AED\s+354\.5\s+0\s+354\.5/);
+    assert.equal(await page.locator("main table").nth(2).locator("tbody tr").count(), 4);
+    const image = page.getByRole("img", { name: /front of document \d+/ });
+    await image.waitFor();
+    // Shown, not blocked: the page's policy allows images from the console's own origin.
+    await page.waitForFunction(
+      `(() => { const i = document.querySelector(".doc img"); return i !== null && i.complete && i.naturalWidth > 0; })()`,
+    );
+    await shot("client.png");
+  });
+
+  test("the audit trail is filtered down to the document's reading", async () => {
+    await page.getByRole("link", { name: "Audit trail" }).click();
+    await page.waitForURL(`${base}/console/audit`);
+    await page.getByLabel("Action").fill("document.read");
+    await page.getByLabel("Actor (operator e-mail, token or system)").fill("officer@broker.example");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/action=document\.read/);
+    const rows = page.locator("tbody tr");
+    assert.equal(await rows.count(), 1);
+    assert.match(await rows.first().innerText(), /officer@broker\.example\s+document\.read\s+client:/);
+    await shot("audit.png");
+  });
+});
