@@ -10,12 +10,13 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
 import { isUuid } from "../../platform/uuid.ts";
-import { type AuditNote, recordAudit } from "../audit/index.ts";
+import { type AuditNote, missingReason, recordAudit } from "../audit/index.ts";
 import type { EventsService, EventType } from "../events/index.ts";
 import { checkWebhookUrl, type Resolver, resolveTarget, type UrlPolicy } from "./url-safety.ts";
 import { postWebhook, type SendOutcome } from "./webhook-sender.ts";
 import type { WebhookSigner } from "./webhook-signer.ts";
 import {
+  type AdminWebhookEndpointView,
   deliveryView,
   endpointView,
   type WebhookDeliveryView,
@@ -191,7 +192,7 @@ export class WebhooksService {
 
   // --- The operator -------------------------------------------------------------------------
 
-  async adminList(partnerId: string | null): Promise<(WebhookEndpointView & { partner_id: string })[]> {
+  async adminList(partnerId: string | null): Promise<AdminWebhookEndpointView[]> {
     if (partnerId !== null && !isUuid(partnerId)) return [];
     return (await listEndpoints(this.#db, partnerId)).map((r) => ({
       ...endpointView(r),
@@ -200,10 +201,16 @@ export class WebhooksService {
   }
 
   /**
-   * Disables (no delivery is made or attempted) or enables an endpoint, with its audit entry in
-   * the same transaction. null: no such endpoint.
+   * Disables (no delivery is made or attempted) or enables an endpoint, with its audit entry (and
+   * the reason) in the same transaction. An operator must give a reason to disable one
+   * (docs/decisions.md, "Audit trail"). null: no such endpoint.
    */
-  async adminSetEnabled(id: string, enabled: boolean, note: AuditNote): Promise<WebhookEndpointView | null> {
+  async adminSetEnabled(
+    id: string,
+    enabled: boolean,
+    note: AuditNote,
+  ): Promise<WebhookEndpointView | null | "reason_required"> {
+    if (!enabled && missingReason(note)) return "reason_required";
     if (!isUuid(id)) return null;
     const row = await inTransaction(this.#db, async (tx) => {
       const before = await findEndpointForUpdate(tx, id);
