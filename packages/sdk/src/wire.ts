@@ -443,6 +443,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/partner/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event by its id
+         * @description The event as the feed and the webhooks show it (a document's links signed afresh). 404 when the id names no event, or another partner's, or one past the retention period.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/webhook-keys": {
         parameters: {
             query?: never;
@@ -3707,6 +3727,102 @@ export interface operations {
             };
         };
     };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: components["schemas"]["Event"];
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 401;
+                    };
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 404;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 413;
+                    };
+                };
+            };
+            /** @description Validation error: `msg_detail` lists each problem as `{loc, msg, type}`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] & {
+                        /** @enum {unknown} */
+                        code?: 422;
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 429;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 500;
+                    };
+                };
+            };
+        };
+    };
     listWebhookKeys: {
         parameters: {
             query?: never;
@@ -4558,6 +4674,8 @@ export type GetDocumentResponse = operations["getDocument"]["responses"][200]["c
 /** GET /v1/partner/events */
 export type ListEventsQuery = NonNullable<operations["listEvents"]["parameters"]["query"]>;
 export type ListEventsResponse = operations["listEvents"]["responses"][200]["content"]["application/json"];
+/** GET /v1/partner/events/{event_id} */
+export type GetEventResponse = operations["getEvent"]["responses"][200]["content"]["application/json"];
 /** GET /v1/public/webhook-keys */
 export type ListWebhookKeysResponse = operations["listWebhookKeys"]["responses"][200]["content"]["application/json"];
 /** GET /v1/partner/webhook-endpoints */
