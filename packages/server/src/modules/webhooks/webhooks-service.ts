@@ -86,6 +86,8 @@ export class WebhooksService {
   #running = false;
   #timer: NodeJS.Timeout | null = null;
   #tick: Promise<void> = Promise.resolve();
+  /** A delivery ended while a round ran: the next round starts at once, not after pollMs. */
+  #wakeRequested = false;
   readonly #inFlight = new Map<number, { endpointId: string; done: Promise<void> }>();
   #logger: WorkerLogger | null = null;
 
@@ -253,7 +255,11 @@ export class WebhooksService {
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#tick = this.runOnce().then(
-        (busy) => this.#schedule(busy ? 0 : this.#t.pollMs),
+        (busy) => {
+          const again = busy || this.#wakeRequested;
+          this.#wakeRequested = false;
+          this.#schedule(again ? 0 : this.#t.pollMs);
+        },
         (err: unknown) => {
           this.#logger?.warn({ err }, "webhook worker: a round failed; trying again");
           this.#schedule(this.#t.pollMs);
@@ -261,6 +267,22 @@ export class WebhooksService {
       );
     }, ms);
     this.#timer.unref();
+  }
+
+  /**
+   * A delivery of this process ended, so a slot is free: the next round starts now rather than
+   * after pollMs (with every slot taken, a round claims nothing and the worker would otherwise
+   * idle until the poll while deliveries are due). Only the timing changes, not what is claimed.
+   */
+  #wake(): void {
+    if (!this.#running) return;
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+      this.#schedule(0);
+    } else {
+      this.#wakeRequested = true;
+    }
   }
 
   /**
@@ -279,7 +301,10 @@ export class WebhooksService {
     // One claim may hold more of one endpoint than its share: the rest wait for the lease to end
     // would be slow, so they are sent too, but a slow endpoint holds at most its own claims.
     for (const d of claimed) {
-      const done = this.#deliver(d).finally(() => this.#inFlight.delete(d.id));
+      const done = this.#deliver(d).finally(() => {
+        this.#inFlight.delete(d.id);
+        this.#wake();
+      });
       this.#inFlight.set(d.id, { endpointId: d.endpoint_id, done });
     }
     return dispatched > 0 || claimed.length === free;
