@@ -13,6 +13,7 @@
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone, uses the same)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
+//   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.
@@ -23,6 +24,7 @@ import { type Comparison, printSummary } from "./compare.ts";
 import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } from "./lib.ts";
 import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
+import { events } from "./scenarios/events.ts";
 import { foundation } from "./scenarios/foundation.ts";
 import { logging } from "./scenarios/logging.ts";
 import { parse } from "./scenarios/parse.ts";
@@ -31,7 +33,7 @@ import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, reads, deposits, depositSql, trading, parse, logging, startup, rateLimits];
+const scenarios = [foundation, reads, deposits, depositSql, trading, events, parse, logging, startup, rateLimits];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];

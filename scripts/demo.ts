@@ -4,9 +4,17 @@
 // (unique ids each run, so it can run again and again), uploads a KYC document, deposits AED, buys
 // BTC, sells part of it back, withdraws AED, and prints each step, the final balances and the
 // client's orders. Prices move with the simulated feed: each trade executes at its quote's price.
+// Events (docs/reference.md §6): before the steps it starts a receiver on 127.0.0.1 (a free port)
+// and registers it as a webhook endpoint (the sandbox allows loopback), and saves the feed's cursor
+// once the client is onboarded; after them it shows each of the client's events arriving at the
+// receiver, verified with Webhooks.verify against GET /v1/public/webhook-keys, and the feed read on
+// from the saved cursor with events.list(). It removes its endpoint and stops the receiver at the
+// end, whatever happened.
 // Exit 0 when every step succeeded, 1 otherwise (with one line saying why).
 
 import crypto from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import zlib from "node:zlib";
 import {
@@ -16,6 +24,7 @@ import {
   type ClientCreateRequest,
   Counterpart,
   CounterpartError,
+  type Event,
   fromMoney,
   NetworkError,
   type Order,
@@ -23,6 +32,7 @@ import {
   sandboxOptions,
   TimeoutError,
   toMoney,
+  Webhooks,
 } from "@counterpart/sdk";
 
 const pair = "BTC-AED";
@@ -31,6 +41,9 @@ const depositAmount = "50000";
 const buyAmount = "0.05";
 const sellAmount = "0.02";
 const withdrawAmount = "10000";
+/** How long the demo waits for its events to reach the receiver and the feed. */
+const eventsWaitMs = 30_000;
+const hookPath = "/counterpart-demo/webhooks";
 
 /** A failure that ends the demo with one line on stderr and exit 1. */
 class DemoFailure extends Error {}
@@ -187,6 +200,110 @@ async function available(counterpart: Counterpart, clientId: string, asset: stri
   return `${show(b.available_balance)} ${asset}`;
 }
 
+/** One POST the receiver got: the exact body bytes, the headers, the path. */
+interface Delivery {
+  raw: Buffer;
+  headers: http.IncomingHttpHeaders;
+  path: string;
+}
+
+/** A local HTTP server that answers 204 to every POST and keeps what it received. */
+async function startReceiver() {
+  const received: Delivery[] = [];
+  let changed: () => void = () => {};
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (req.method === "POST")
+        received.push({ raw: Buffer.concat(chunks), headers: req.headers, path: req.url ?? "" });
+      res.writeHead(req.method === "POST" ? 204 : 405).end();
+      changed();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${hookPath}`,
+    received,
+    /** Resolves at the next request (or after `ms`). */
+    next: (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        changed = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** The client's events after `after` in the feed, once there are at least `count` of them. */
+async function feedAfter(
+  counterpart: Counterpart,
+  clientId: string,
+  after: string | undefined,
+  count: number,
+) {
+  const deadline = Date.now() + eventsWaitMs;
+  for (;;) {
+    const events: Event[] = [];
+    for await (const e of counterpart.events.list({
+      partner_client_id: clientId,
+      ...(after ? { after } : {}),
+    }))
+      events.push(e);
+    if (events.length >= count) return events;
+    if (Date.now() > deadline) {
+      throw new DemoFailure(
+        `demo: the feed showed ${events.length} of the client's ${count} events within 30 s`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * Waits until every one of `events` reached the receiver; checks each delivery's signature against
+ * the service's published keys. The verified deliveries, by event id (duplicates, which
+ * at-least-once delivery allows, carry the same X-Event-ID and count once).
+ */
+async function verifiedDeliveries(counterpart: Counterpart, receiver: Receiver, events: readonly Event[]) {
+  const keys = await counterpart.webhooks.publicKeys();
+  const wanted = new Set(events.map((e) => e.id));
+  const verified = new Map<string, { body: Event; keyId: string }>();
+  const deadline = Date.now() + eventsWaitMs;
+  let seen = 0;
+  for (;;) {
+    for (; seen < receiver.received.length; seen++) {
+      const d = receiver.received[seen]!;
+      const check = Webhooks.verify(d.raw, d.headers, keys, { path: d.path });
+      if (!check.ok) throw new DemoFailure(`demo: a webhook delivery failed verification (${check.reason})`);
+      const body = JSON.parse(d.raw.toString("utf8")) as Event;
+      if (body.id !== check.eventId)
+        throw new DemoFailure("demo: a delivery's X-Event-ID is not its event's id");
+      if (wanted.has(body.id)) verified.set(body.id, { body, keyId: String(d.headers["x-key-id"]) });
+    }
+    if (verified.size === wanted.size) return verified;
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new DemoFailure(
+        `demo: ${verified.size} of the client's ${wanted.size} events reached the webhook receiver within 30 s`,
+      );
+    }
+    await receiver.next(Math.min(left, 500));
+  }
+}
+
 async function demo(): Promise<void> {
   let options: ReturnType<typeof sandboxOptions>;
   try {
@@ -214,14 +331,39 @@ async function demo(): Promise<void> {
   }
   say(`Counterpart demo: partner ${options.partnerId} at ${options.baseUrl}`);
   say(`  ${pair} now: buy ${show(btc.buy)}, sell ${show(btc.sell)} ${quoteAsset}`);
-  say();
 
+  const receiver = await startReceiver();
+  let endpointId: string | null = null;
+  try {
+    const endpoint = await counterpart.webhooks.create({ url: receiver.url });
+    endpointId = endpoint.id;
+    say(`  Webhook endpoint ${endpoint.id} registered: a receiver at ${receiver.url}`);
+    say();
+    await steps(counterpart, receiver);
+  } finally {
+    try {
+      if (endpointId !== null) {
+        await counterpart.webhooks.delete(endpointId);
+        say();
+        say(`  Webhook endpoint ${endpointId} removed`);
+      }
+    } finally {
+      await receiver.close();
+    }
+  }
+}
+
+async function steps(counterpart: Counterpart, receiver: Receiver): Promise<void> {
   const client = await onboard(counterpart);
   const id = client.partner_client_id;
   say(
     `1. Onboarded client ${id} (${client.name}, ${client.email}, ${client.phone}): ` +
       `${client.status}, ${client.active ? "active" : "inactive"}`,
   );
+  // A consumer of the feed stores the id of the last event it processed: here, the onboarding's.
+  const [created] = await feedAfter(counterpart, id, undefined, 1);
+  const cursor = created!.id;
+  say(`   Feed cursor saved: ${cursor} (${created!.type})`);
 
   const png = tinyPng();
   const document = await counterpart.documents.upload(id, {
@@ -289,6 +431,41 @@ async function demo(): Promise<void> {
     ),
   );
   say(`  Total: ${show(fromMoney(totalUsd))} USD`);
+
+  // Events: the document and the four orders came after the saved cursor.
+  const caughtUp = await feedAfter(counterpart, id, cursor, 5);
+  const delivered = await verifiedDeliveries(counterpart, receiver, [created!, ...caughtUp]);
+  const keyIds = [...new Set([...delivered.values()].map((d) => d.keyId))].join(", ");
+  say();
+  say(
+    `Webhooks: ${delivered.size} events of ${id} delivered to ${receiver.url}, each signature verified (key ${keyIds}):`,
+  );
+  say(
+    table(
+      ["EVENT", "TYPE", "RESOURCE"],
+      [created!, ...caughtUp].map((e) => {
+        const body = delivered.get(e.id)!.body;
+        const data = body.data as { order_no?: string; id?: number; partner_client_id?: string };
+        const what = body.type.startsWith("order.")
+          ? String(data.order_no)
+          : body.type.startsWith("document.")
+            ? `document #${data.id}`
+            : String(data.partner_client_id);
+        return [body.id, body.type, what];
+      }),
+    ),
+  );
+  say(
+    `Feed caught up from the saved cursor ${cursor}: ${caughtUp.length} events ` +
+      `(${caughtUp.map((e) => e.type).join(", ")}), the same as delivered`,
+  );
+  for (const e of caughtUp) {
+    if (JSON.stringify(delivered.get(e.id)?.body.data) !== JSON.stringify(e.data)) {
+      // Orders' data is the order; a document's links are signed afresh at each read.
+      if (!e.type.startsWith("document."))
+        throw new DemoFailure(`demo: event ${e.id} differs in the feed and the webhook`);
+    }
+  }
 
   const orders: Order[] = [];
   for await (const o of counterpart.orders.listAll({ partner_client_id: id })) orders.push(o);

@@ -61,7 +61,7 @@ interface Answer {
   body: string;
 }
 
-class SignedClient {
+export class SignedClient {
   readonly #base: URL;
   readonly #partner: Partner;
   readonly #agent: http.Agent;
@@ -144,7 +144,7 @@ class SignedClient {
 // ---------------------------------------------------------------------------------------------
 // The load
 
-interface LoopStats {
+export interface LoopStats {
   /** Executions answered 200 with an order in status completed. */
   completed: number;
   /** Executions answered 200 with another status (funds ran out: not expected here). */
@@ -170,7 +170,7 @@ const sum = (map: Record<string, number>) => Object.values(map).reduce((a, b) =>
  * `workers` loops, each repeating quote → execute until `durationS` is up; a pair started before
  * then is finished. Clients are taken in turn from one shared counter.
  */
-async function runPairs(client: SignedClient, clients: number, workers: number, durationS: number) {
+export async function runPairs(client: SignedClient, clients: number, workers: number, durationS: number) {
   const stats: LoopStats = {
     completed: 0,
     otherStatus: {},

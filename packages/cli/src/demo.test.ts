@@ -2,7 +2,9 @@
 // with the simulated price feed (prices move while it runs), twice at once (each run onboards its
 // own client); then with the pair's price pinned an hour in the past, so stale (4001, said
 // plainly); then right after `price resume` (priced at once); and with no sandbox running (one
-// line saying to run `npm start` first, exit 1).
+// line saying to run `npm start` first, exit 1). Each run registers a webhook endpoint for a
+// receiver of its own, shows the client's events delivered there and verified, and the feed caught
+// up from a saved cursor; it removes the endpoint at the end, even when a step failed.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -11,6 +13,17 @@ import path from "node:path";
 import { test } from "node:test";
 import { generateKeyPair } from "@counterpart/protocol";
 import { assertOk, baseEnv, closedPort, type Run, runCli, runDemo, startSandbox } from "./testing.ts";
+
+function onboardedId(out: string): string | undefined {
+  return /^1\. Onboarded client (demo-\S+) /m.exec(out)?.[1];
+}
+
+/** The demo partner's webhook endpoints, through the signed API. */
+async function endpointsLeft(env: NodeJS.ProcessEnv): Promise<unknown[]> {
+  const r = await runCli(["call", "GET", "/v1/partner/webhook-endpoints", "--json"], env);
+  assertOk(r);
+  return (JSON.parse(r.stdout) as { body: { items: unknown[] } }).body.items;
+}
 
 function assertExit(r: Run, code: number, sandboxLog = ""): void {
   assert.equal(
@@ -63,6 +76,39 @@ test("npm run demo", async (t) => {
         /^7\. Sold 0\.02 BTC for [\d.]+ AED less fee [\d.]+ AED at [\d.]+, at the quoted price: order ORD-\S+ completed$/m,
       );
       assert.match(out, /^8\. Withdrew 10000\.00 AED: order ORD-\S+ completed; available [\d.]+ AED$/m);
+      // Events: the endpoint, the saved cursor, the six deliveries verified, the feed caught up.
+      const hook =
+        /^ {2}Webhook endpoint ([0-9a-f-]{36}) registered: a receiver at (http:\/\/127\.0\.0\.1:\d+\/\S+)$/m.exec(
+          out,
+        );
+      assert.ok(hook, out);
+      const cursor = /^ {3}Feed cursor saved: (evt_[A-Za-z0-9_-]{22}) \(client\.created\)$/m.exec(out);
+      assert.ok(cursor, out);
+      const hooks = new RegExp(
+        `^Webhooks: 6 events of (demo-\\S+) delivered to ${hook[2]!.replace(/[.]/g, "\\.")}, each signature verified \\(key whk_[A-Za-z0-9_-]{16}\\):\n((?: {2}.*\n)+)`,
+        "m",
+      ).exec(out);
+      assert.ok(hooks, out);
+      assert.equal(hooks[1], onboardedId(out));
+      const deliveredRows = hooks[2]!
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((row) => row.trim().split(/ +/));
+      assert.deepEqual(
+        deliveredRows.map((r) => r[1]),
+        ["client.created", "document.created", ...Array(4).fill("order.completed")],
+      );
+      assert.equal(deliveredRows[0]![0], cursor[1]);
+      assert.equal(new Set(deliveredRows.map((r) => r[0])).size, 6);
+      assert.match(
+        out,
+        new RegExp(
+          `^Feed caught up from the saved cursor ${cursor[1]}: 5 events \\(document\\.created, order\\.completed, order\\.completed, order\\.completed, order\\.completed\\), the same as delivered$`,
+          "m",
+        ),
+      );
+      assert.match(out, new RegExp(`^ {2}Webhook endpoint ${hook[1]} removed$`, "m"));
       // Final balances: the non-zero ones (AED and the BTC kept), and their total.
       assert.match(
         out,
@@ -94,6 +140,9 @@ test("npm run demo", async (t) => {
     const lines = r.stderr.split("\n").filter((l) => l !== "");
     assert.equal(lines.length, 1, r.stderr);
     assert.match(lines[0]!, /^demo: the buy quote failed with 4001 \(.*\): the BTC-AED price is stale/);
+    // The failed run removed its webhook endpoint too: none of the runs so far left one behind.
+    assert.match(r.stdout, /^ {2}Webhook endpoint [0-9a-f-]{36} removed$/m);
+    assert.deepEqual(await endpointsLeft(live.env), []);
   });
 
   await t.test("price resume prices the stale pair at once: the demo right after it succeeds", async () => {

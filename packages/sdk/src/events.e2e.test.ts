@@ -1,7 +1,7 @@
 // The SDK's events and webhooks against a running sandbox (docs/reference.md §6): a webhook
 // endpoint registered through the SDK receives a deposit's event, Webhooks.verify accepts it with
-// the published key and refuses a changed body, and events.list() reads the feed and resumes from
-// a cursor.
+// the published key and refuses a changed body, events.list() reads the feed and resumes from a
+// cursor, and events.get() (and `counterpart events get`) reads one event by its id.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -12,7 +12,14 @@ import { setTimeout as delay } from "node:timers/promises";
 import { runCli } from "../../cli/src/testing.ts";
 import { clientPayload } from "../../server/src/testing/fixtures.ts";
 import { type ServiceProcess, startService, tempDataDir } from "../../server/src/testing/processes.ts";
-import { type ClientCreateRequest, Counterpart, type Event, sandboxOptions, Webhooks } from "./index.ts";
+import {
+  type ClientCreateRequest,
+  Counterpart,
+  type Event,
+  NotFoundError,
+  sandboxOptions,
+  Webhooks,
+} from "./index.ts";
 
 describe("SDK: events and webhooks against a running sandbox", () => {
   const dataDir = tempDataDir();
@@ -111,6 +118,21 @@ describe("SDK: events and webhooks against a running sandbox", () => {
     });
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.deepEqual(JSON.parse(resumed.stdout), all[1]);
+    // One event by its id: the SDK's events.get() and `counterpart events get`; an unknown id is NotFoundError (404).
+    assert.deepEqual({ ...(await counterpart.events.get(delivered.id)) }, delivered);
+    await assert.rejects(counterpart.events.get("evt_AAAAAAAAAAAAAAAAAAAAAA"), (err: unknown) => {
+      assert.ok(err instanceof NotFoundError);
+      return true;
+    });
+    const one = await runCli(["events", "get", all[0]!.id, "--json"], {
+      PATH: process.env.PATH,
+      DATA_DIR: dataDir,
+    });
+    assert.equal(one.code, 0, one.stderr);
+    assert.deepEqual(JSON.parse(one.stdout), all[0]);
+    const none = await runCli(["events", "get", "evt_nope"], { PATH: process.env.PATH, DATA_DIR: dataDir });
+    assert.equal(none.code, 2, none.stderr);
+    assert.match(none.stderr, /Not Found/);
     const log = await counterpart.webhooks.deliveries(endpoint.id);
     assert.equal(log[0]!.status, "delivered");
     await counterpart.webhooks.delete(endpoint.id);

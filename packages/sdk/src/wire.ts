@@ -443,6 +443,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/partner/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one event by its id
+         * @description The event as the feed and the webhooks show it (a document's links signed afresh). 404 when the id names no event, or another partner's, or one past the retention period.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/webhook-keys": {
         parameters: {
             query?: never;
@@ -557,7 +577,48 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    event: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An event, delivered to an endpoint that wants its type
+         * @description The body is the event exactly as the feed shows it (GET /v1/partner/events); one example per type.
+         */
+        post: operations["receiveEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The test event (POST /v1/partner/webhook-endpoints/{endpoint_id}/test)
+         * @description Signed like every delivery; not in the feed.
+         */
+        post: operations["receiveTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description An error: `{code, msg, msg_detail}`. */
@@ -733,6 +794,249 @@ export interface components {
             /** @description Whether more events were ready when this page was read. */
             has_more: boolean;
         };
+        /**
+         * @example {
+         *       "id": "evt_AAAAAAAAAvAAAAAAAAAABA",
+         *       "type": "order.completed",
+         *       "created_at": "2026-11-21T09:41:12.004211Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 2,
+         *         "order_no": "ORD-20261121-000002",
+         *         "partner_order_ref": "buy-1",
+         *         "partner_client_id": "client-1",
+         *         "type": "buy",
+         *         "source": "market",
+         *         "status": "completed",
+         *         "price": "350000.00000000",
+         *         "credit": "700.00000000",
+         *         "credit_asset_id": "AED",
+         *         "debit": "0.00200000",
+         *         "debit_asset_id": "BTC",
+         *         "fee": "3.50000000",
+         *         "fee_asset_id": "AED",
+         *         "vat": "0E-8",
+         *         "created_at": "2026-11-21T09:41:12.004211Z",
+         *         "transitioned_at": "2026-11-21T09:41:12.004211Z",
+         *         "updated_at": "2026-11-21T09:41:12.004211Z"
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAvYAAAAAAAAABg",
+         *       "type": "order.rejected",
+         *       "created_at": "2026-11-21T09:44:03.517880Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 4,
+         *         "order_no": "ORD-20261121-000004",
+         *         "partner_order_ref": "buy-2",
+         *         "partner_client_id": "client-1",
+         *         "type": "buy",
+         *         "source": "market",
+         *         "status": "rejected",
+         *         "price": "350000.00000000",
+         *         "credit": "700.00000000",
+         *         "credit_asset_id": "AED",
+         *         "debit": "0.00200000",
+         *         "debit_asset_id": "BTC",
+         *         "fee": "3.50000000",
+         *         "fee_asset_id": "AED",
+         *         "vat": "0E-8",
+         *         "created_at": "2026-11-21T09:44:03.517880Z",
+         *         "transitioned_at": "2026-11-21T09:44:03.517880Z",
+         *         "updated_at": "2026-11-21T09:44:03.517880Z"
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAugAAAAAAAAAAQ",
+         *       "type": "client.created",
+         *       "created_at": "2026-11-21T09:30:00.123456Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 1,
+         *         "partner_client_id": "client-1",
+         *         "account_type": "personal",
+         *         "name": "Layla Haddad",
+         *         "birth_date": "1990-05-17",
+         *         "status": "verified",
+         *         "active": true,
+         *         "email": "layla@example.com",
+         *         "phone": "+971500000001",
+         *         "residency_id": "ae",
+         *         "citizenship_id": "ae",
+         *         "place_of_birth_id": "ae",
+         *         "national_number": null,
+         *         "government_id_number": "784-1990-0000001-1",
+         *         "government_id_doe": "2030-01-31",
+         *         "residency_visa_number": null,
+         *         "residency_visa_doe": null,
+         *         "address": {
+         *           "street": "1 Sheikh Zayed Rd",
+         *           "city": "Dubai",
+         *           "postal_code": "00000",
+         *           "unit": "Apt 12"
+         *         },
+         *         "employment": {
+         *           "status": "employed",
+         *           "company": "Acme",
+         *           "job_industry": "information_technology_telco",
+         *           "job_level": "senior",
+         *           "job_title": "Engineer"
+         *         },
+         *         "trading_volume": "1000_10000",
+         *         "account_purpose": [
+         *           "long_term_investment"
+         *         ],
+         *         "created_at": "2026-11-21T09:30:00.123456Z",
+         *         "verified_at": "2026-11-21T09:30:00.123456Z"
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAuoAAAAAAAAAAg",
+         *       "type": "client.updated",
+         *       "created_at": "2026-11-21T09:35:27.310092Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 1,
+         *         "partner_client_id": "client-1",
+         *         "account_type": "personal",
+         *         "name": "Layla Haddad",
+         *         "birth_date": "1990-05-17",
+         *         "status": "verified",
+         *         "active": true,
+         *         "email": "layla@example.com",
+         *         "phone": "+971501234567",
+         *         "residency_id": "ae",
+         *         "citizenship_id": "ae",
+         *         "place_of_birth_id": "ae",
+         *         "national_number": null,
+         *         "government_id_number": "784-1990-0000001-1",
+         *         "government_id_doe": "2030-01-31",
+         *         "residency_visa_number": null,
+         *         "residency_visa_doe": null,
+         *         "address": {
+         *           "street": "1 Sheikh Zayed Rd",
+         *           "city": "Dubai",
+         *           "postal_code": "00000",
+         *           "unit": "Apt 12"
+         *         },
+         *         "employment": {
+         *           "status": "employed",
+         *           "company": "Acme",
+         *           "job_industry": "information_technology_telco",
+         *           "job_level": "senior",
+         *           "job_title": "Engineer"
+         *         },
+         *         "trading_volume": "1000_10000",
+         *         "account_purpose": [
+         *           "long_term_investment"
+         *         ],
+         *         "created_at": "2026-11-21T09:30:00.123456Z",
+         *         "verified_at": "2026-11-21T09:30:00.123456Z"
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAvkAAAAAAAAACA",
+         *       "type": "client.status_changed",
+         *       "created_at": "2026-11-21T10:02:11.000318Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 1,
+         *         "partner_client_id": "client-1",
+         *         "account_type": "personal",
+         *         "name": "Layla Haddad",
+         *         "birth_date": "1990-05-17",
+         *         "status": "under_review",
+         *         "active": true,
+         *         "email": "layla@example.com",
+         *         "phone": "+971501234567",
+         *         "residency_id": "ae",
+         *         "citizenship_id": "ae",
+         *         "place_of_birth_id": "ae",
+         *         "national_number": null,
+         *         "government_id_number": "784-1990-0000001-1",
+         *         "government_id_doe": "2030-01-31",
+         *         "residency_visa_number": null,
+         *         "residency_visa_doe": null,
+         *         "address": {
+         *           "street": "1 Sheikh Zayed Rd",
+         *           "city": "Dubai",
+         *           "postal_code": "00000",
+         *           "unit": "Apt 12"
+         *         },
+         *         "employment": {
+         *           "status": "employed",
+         *           "company": "Acme",
+         *           "job_industry": "information_technology_telco",
+         *           "job_level": "senior",
+         *           "job_title": "Engineer"
+         *         },
+         *         "trading_volume": "1000_10000",
+         *         "account_purpose": [
+         *           "long_term_investment"
+         *         ],
+         *         "created_at": "2026-11-21T09:30:00.123456Z",
+         *         "verified_at": null
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAvoAAAAAAAAACQ",
+         *       "type": "client.activation_changed",
+         *       "created_at": "2026-11-21T10:02:45.781204Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 1,
+         *         "partner_client_id": "client-1",
+         *         "account_type": "personal",
+         *         "name": "Layla Haddad",
+         *         "birth_date": "1990-05-17",
+         *         "status": "under_review",
+         *         "active": false,
+         *         "email": "layla@example.com",
+         *         "phone": "+971501234567",
+         *         "residency_id": "ae",
+         *         "citizenship_id": "ae",
+         *         "place_of_birth_id": "ae",
+         *         "national_number": null,
+         *         "government_id_number": "784-1990-0000001-1",
+         *         "government_id_doe": "2030-01-31",
+         *         "residency_visa_number": null,
+         *         "residency_visa_doe": null,
+         *         "address": {
+         *           "street": "1 Sheikh Zayed Rd",
+         *           "city": "Dubai",
+         *           "postal_code": "00000",
+         *           "unit": "Apt 12"
+         *         },
+         *         "employment": {
+         *           "status": "employed",
+         *           "company": "Acme",
+         *           "job_industry": "information_technology_telco",
+         *           "job_level": "senior",
+         *           "job_title": "Engineer"
+         *         },
+         *         "trading_volume": "1000_10000",
+         *         "account_purpose": [
+         *           "long_term_investment"
+         *         ],
+         *         "created_at": "2026-11-21T09:30:00.123456Z",
+         *         "verified_at": null
+         *       }
+         *     }
+         * @example {
+         *       "id": "evt_AAAAAAAAAvgAAAAAAAAABw",
+         *       "type": "document.created",
+         *       "created_at": "2026-11-21T09:50:00.052344Z",
+         *       "partner_client_id": "client-1",
+         *       "data": {
+         *         "id": 1,
+         *         "type": "government_id",
+         *         "front_file": "https://api.example.com/v1/files/tfEmKz5Awx-NjSzyI-OcIRoUzlMQcY4K_Qizpa8Q4jM?expires=1795254300&signature=IL6cilyHV6GRnyqT-5Poc2Vg6So4ZmzACcYEYikJbWE",
+         *         "back_file": null,
+         *         "created_at": "2026-11-21T09:50:00.052344Z"
+         *       }
+         *     }
+         */
         Event: {
             /** @description Unique and stable: deduplicate on it. Also the event's position: pass it as `after`. */
             id: string;
@@ -775,6 +1079,29 @@ export interface components {
                 duration_ms: number;
             }[];
         };
+        /**
+         * @example {
+         *       "id": "evt_test_Jx0dYk1mVZr2b9Qe",
+         *       "type": "webhook.test",
+         *       "created_at": "2026-11-21T10:15:00.000000Z",
+         *       "partner_client_id": null,
+         *       "data": {
+         *         "endpoint_id": "3f1c9a52-7d0e-4b8a-9e61-0c5d2f4a8b17"
+         *       }
+         *     }
+         */
+        WebhookTestEvent: {
+            /** @description evt_test_ + 16 characters; not a position in the feed. */
+            id: string;
+            /** @constant */
+            type: "webhook.test";
+            created_at: string;
+            partner_client_id: null;
+            data: {
+                /** Format: uuid */
+                endpoint_id: string;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -799,6 +1126,7 @@ export type EventFeed = components['schemas']['EventFeed'];
 export type Event = components['schemas']['Event'];
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+export type WebhookTestEvent = components['schemas']['WebhookTestEvent'];
 export type $defs = Record<string, never>;
 export interface operations {
     listAssets: {
@@ -3399,6 +3727,102 @@ export interface operations {
             };
         };
     };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: components["schemas"]["Event"];
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 401;
+                    };
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 404;
+                    };
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 413;
+                    };
+                };
+            };
+            /** @description Validation error: `msg_detail` lists each problem as `{loc, msg, type}`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"] & {
+                        /** @enum {unknown} */
+                        code?: 422;
+                    };
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 429;
+                    };
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        /** @enum {unknown} */
+                        code?: 500;
+                    };
+                };
+            };
+        };
+    };
     listWebhookKeys: {
         parameters: {
             query?: never;
@@ -4108,6 +4532,82 @@ export interface operations {
             };
         };
     };
+    receiveEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same at every attempt: deduplicate on it. */
+                "X-Event-ID": string;
+                /** @description The service key that signed the delivery (GET /v1/public/webhook-keys). */
+                "X-Key-ID": string;
+                /** @description Unix milliseconds (13 digits) when the attempt was signed. */
+                "X-Timestamp": string;
+                /** @description Base64 Ed25519 signature over X-Timestamp + POST + the endpoint's path and query + the hex SHA-256 of the exact body (docs/reference.md §6.3). */
+                "X-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Event"];
+            };
+        };
+        responses: {
+            /** @description Delivered: any 2xx within 10 seconds. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a redirect, a timeout) is retried with exponential backoff and jitter for 72 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, the same at every attempt: deduplicate on it. */
+                "X-Event-ID": string;
+                /** @description The service key that signed the delivery (GET /v1/public/webhook-keys). */
+                "X-Key-ID": string;
+                /** @description Unix milliseconds (13 digits) when the attempt was signed. */
+                "X-Timestamp": string;
+                /** @description Base64 Ed25519 signature over X-Timestamp + POST + the endpoint's path and query + the hex SHA-256 of the exact body (docs/reference.md §6.3). */
+                "X-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered: any 2xx within 10 seconds. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (another status, a redirect, a timeout) is retried with exponential backoff and jitter for 72 hours. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
 }
 
 // Each operation's request body, query and success response, by operationId.
@@ -4174,6 +4674,8 @@ export type GetDocumentResponse = operations["getDocument"]["responses"][200]["c
 /** GET /v1/partner/events */
 export type ListEventsQuery = NonNullable<operations["listEvents"]["parameters"]["query"]>;
 export type ListEventsResponse = operations["listEvents"]["responses"][200]["content"]["application/json"];
+/** GET /v1/partner/events/{event_id} */
+export type GetEventResponse = operations["getEvent"]["responses"][200]["content"]["application/json"];
 /** GET /v1/public/webhook-keys */
 export type ListWebhookKeysResponse = operations["listWebhookKeys"]["responses"][200]["content"]["application/json"];
 /** GET /v1/partner/webhook-endpoints */

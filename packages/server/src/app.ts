@@ -29,7 +29,7 @@ import { catalogRoutes } from "./modules/catalog/index.ts";
 import { clientsRoutes } from "./modules/clients/index.ts";
 import { consoleRoutes } from "./modules/console/index.ts";
 import { documentsRoutes, fileRoutes } from "./modules/documents/index.ts";
-import { eventsRoutes } from "./modules/events/index.ts";
+import { eventsRoutes, eventWebhooksOpenApi } from "./modules/events/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
 import { balancesRoutes } from "./modules/ledger/index.ts";
 import { operatorsRoutes } from "./modules/operators/index.ts";
@@ -258,7 +258,7 @@ export function buildPartnerApp(services: Services, options: PartnerAppOptions):
   addInputChecks(app);
   const add405 = collectRoutesFor405(app);
   // GET /openapi.json and /docs (public); set up before the routes the document describes.
-  registerOpenApi(app);
+  registerOpenApi(app, eventWebhooksOpenApi());
 
   app.get("/healthz", async () => ({ status: "ok" }));
   // Readiness (docs/operations.md, "Health, logs, metrics"): 200 while the process can serve (it

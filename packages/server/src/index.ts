@@ -38,3 +38,7 @@ export type {
   PartnerFeesChangesBody,
   PartnerPairChangesBody,
 } from "./modules/trading/index.ts";
+export type {
+  AdminWebhookEndpointView as AdminWebhookEndpoint,
+  WebhookEnabledBody,
+} from "./modules/webhooks/index.ts";

@@ -12,6 +12,7 @@ import type {
   AdminPartnerFees,
   AdminPartnerKey,
   AdminPartnerPair,
+  AdminWebhookEndpoint,
   AssetChangesBody,
   AuditEntry,
   OperatorActiveBody,
@@ -31,6 +32,7 @@ import type {
   PartnerPairChangesBody,
   LedgerDifference as ServerLedgerDifference,
   LedgerReport as ServerLedgerReport,
+  WebhookEnabledBody,
 } from "@counterpart/server";
 import type { Command } from "commander";
 import { FailureError, networkReason, UsageError } from "../common/errors.ts";
@@ -39,7 +41,15 @@ import { dataDir, type Env, readEndpoints, readFolderAdminToken } from "../commo
 // The admin API's shapes are the server's own (its TypeBox schemas, modules/*/*-views.ts): only
 // their types are imported, so nothing of the server is loaded. The operator side alone may do
 // this; the partner CLI is built without the server.
-export type { AdminAsset, AdminPair, AdminPartner, AdminPartnerFees, AdminPartnerKey, AdminPartnerPair };
+export type {
+  AdminAsset,
+  AdminPair,
+  AdminPartner,
+  AdminPartnerFees,
+  AdminPartnerKey,
+  AdminPartnerPair,
+  AdminWebhookEndpoint,
+};
 /** A page of the audit trail as the admin API shows it. */
 export interface AuditPage {
   items: AuditEntry[];
@@ -431,6 +441,32 @@ export class AdminClient {
     if (!Array.isArray(answer?.items) || typeof answer.total !== "number")
       throw unexpected("GET /admin/audit");
     return answer as AuditPage;
+  }
+
+  /** Partners' webhook endpoints (one partner's, with `partnerId`), oldest first. */
+  async listWebhookEndpoints(partnerId?: string): Promise<AdminWebhookEndpoint[]> {
+    const q = partnerId === undefined ? "" : `?partner_id=${encodeURIComponent(partnerId)}`;
+    const answer = (await this.#request("GET", `/admin/webhook-endpoints${q}`, undefined, {
+      names: { "query.partner_id": "--partner" },
+    })) as { items?: unknown };
+    if (!Array.isArray(answer?.items)) throw unexpected("GET /admin/webhook-endpoints");
+    return answer.items as AdminWebhookEndpoint[];
+  }
+
+  /** Disables (with the reason, kept on the audit trail) or enables a partner's webhook endpoint. */
+  async setWebhookEnabled(id: string, enabled: boolean, reason?: string): Promise<AdminWebhookEndpoint> {
+    const body: WebhookEnabledBody = { enabled, ...(reason === undefined ? {} : { reason }) };
+    const answer = await this.#request(
+      "PUT",
+      `/admin/webhook-endpoints/${encodeURIComponent(id)}/enabled`,
+      body,
+      {
+        notFound: `unknown webhook endpoint ${id}`,
+        badPath: `unknown webhook endpoint ${id}`,
+        names: { reason: "--reason" },
+      },
+    );
+    return resultOf<AdminWebhookEndpoint>(answer, "id", "the webhook endpoint answer");
   }
 
   /**

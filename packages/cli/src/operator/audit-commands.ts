@@ -54,7 +54,7 @@ export function registerAuditCommands(program: Command, env: Env): void {
       .description("audit entries, newest first (--json for before and after values)")
       .option("--actor <id>", "an operator's id, or token, or system")
       .option("--action <action>", "e.g. client.status, pair.price_pin, partner.active")
-      .option("--target-type <type>", "client, partner, pair, asset or operator")
+      .option("--target-type <type>", "client, partner, pair, asset, operator or webhook_endpoint")
       .option("--target <id>", "the record's id (a client: PARTNER_ID/PARTNER_CLIENT_ID)")
       .option("--from <iso8601>", "entries at or after")
       .option("--to <iso8601>", "entries at or before")

@@ -19,6 +19,7 @@ import { registerLedgerCommands } from "./ledger-commands.ts";
 import { registerLocalCommands } from "./local-commands.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
 import { registerPartnerCommands } from "./partner-admin-commands.ts";
+import { registerWebhookCommands } from "./webhook-commands.ts";
 
 export { CliError, FailureError, UsageError } from "../common/errors.ts";
 
@@ -30,6 +31,7 @@ export function buildProgram(env: Env, setExit: (code: 0 | 1) => void): Command 
   registerClientCommands(program, env);
   registerTradingCommands(program, env);
   registerEventsCommands(program, env);
+  registerWebhookCommands(program, env);
   registerCatalogCommands(program, env);
   registerLedgerCommands(program, env, setExit);
   registerOperatorCommands(program, env);

@@ -1,12 +1,13 @@
 // `counterpart events tail`: the partner's event feed (docs/reference.md §6, beyond the contract),
 // one JSON line per event on stdout, oldest first, from `--after` (an event id) or the oldest kept.
 // With --follow it keeps reading as new events arrive, until interrupted; the last id printed is
-// where a later run resumes (`--after ID`).
+// where a later run resumes (`--after ID`). `counterpart events get <event_id>` prints one event.
 
 import { setTimeout as delay } from "node:timers/promises";
 import { type Command, Option } from "commander";
 import { UsageError } from "../common/errors.ts";
 import type { Env } from "../common/local-files.ts";
+import { emit, type OutputOptions } from "../common/output.ts";
 import { withGlobalOptions } from "../common/program.ts";
 import { callApi, partnerApi } from "./api.ts";
 import { partnerCommand } from "./options.ts";
@@ -24,6 +25,14 @@ const eventTypes = [
 
 export function registerEventsCommands(program: Command, env: Env): void {
   const events = program.command("events").description("the partner's event feed (partner API)");
+  partnerCommand(events, "get", "print one event (JSON), by its id")
+    .argument("<event_id>", "the event's id (evt_...)")
+    .action(
+      withGlobalOptions(async (id: string, options: PartnerFlags & OutputOptions) => {
+        const event = await callApi(partnerApi(options, env), (c) => c.events.get(id));
+        emit(options, { ...event }, () => JSON.stringify(event, null, 2));
+      }),
+    );
   partnerCommand(events, "tail", "print events as JSON lines, oldest first; --follow keeps reading")
     .option("--after <event_id>", "start after this event (the last one you processed)")
     .addOption(new Option("--type <type...>", "only events of these types").choices(eventTypes))

@@ -57,6 +57,20 @@ export class Events {
     return body;
   }
 
+  /** GET /v1/partner/events/{id}: one event (NotFoundError when it is not one of yours). */
+  async get(eventId: string, options: RequestOptions = {}): Promise<WithResponse<Event>> {
+    const response = await this.#sender.send(
+      {
+        method: "GET",
+        path: `/v1/partner/events/${encodeURIComponent(eventId)}`,
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+    return resultOf<Event>(response);
+  }
+
   /**
    * Every event after `params.after`, oldest first, page after page, until the feed has no more
    * for now. Store each event's id once processed and pass it as `after` to resume there.

@@ -244,7 +244,7 @@ describe("the OpenAPI document", () => {
         assert.equal(op.responses["401"], undefined, where);
       }
     }
-    assert.equal(signed, 27);
+    assert.equal(signed, 28);
     assert.equal(open, 6);
   });
 

@@ -340,7 +340,27 @@ const docsContentSecurityPolicy = [
  * added: @fastify/swagger learns the routes from an onRoute hook, so it is set up synchronously
  * on the app itself (a registered plugin would load only at ready(), after the routes).
  */
-export function registerOpenApi(app: FastifyInstance): void {
+/**
+ * What the routes cannot say: the requests the service itself sends (OpenAPI 3.1 `webhooks`), and
+ * the named schemas only they use (components).
+ */
+export interface OpenApiExtras {
+  webhooks?: Record<string, unknown>;
+  schemas?: Record<string, unknown>;
+}
+
+function withExtras(document: Record<string, unknown>, extras: OpenApiExtras): Record<string, unknown> {
+  if (extras.webhooks === undefined && extras.schemas === undefined) return document;
+  const components = (document.components ?? {}) as Record<string, unknown>;
+  const schemas = (components.schemas ?? {}) as Record<string, unknown>;
+  return {
+    ...document,
+    ...(extras.webhooks === undefined ? {} : { webhooks: extras.webhooks }),
+    components: { ...components, schemas: { ...schemas, ...(tidySchemas(extras.schemas ?? {}) as object) } },
+  };
+}
+
+export function registerOpenApi(app: FastifyInstance, extras: OpenApiExtras = {}): void {
   app.addSchema(ErrorBodySchema);
   app.addSchema(ValidationErrorSchema);
   fastifySwagger(
@@ -362,7 +382,7 @@ export function registerOpenApi(app: FastifyInstance): void {
       hideUntagged: true,
       transform: documentRoute,
       transformObject: (document) =>
-        finishDocument("openapiObject" in document ? document.openapiObject : {}),
+        withExtras(finishDocument("openapiObject" in document ? document.openapiObject : {}), extras),
       // Shared schemas keep their $id as their component name (ErrorBody, ValidationError).
       refResolver: {
         buildLocalReference: (json, _baseUri, _fragment, i) =>

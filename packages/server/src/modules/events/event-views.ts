@@ -7,6 +7,7 @@ import { literalUnion } from "../../platform/wire-schemas.ts";
 import { ClientSchema } from "../clients/index.ts";
 import { DocumentSchema } from "../documents/index.ts";
 import { OrderSchema } from "../orders/index.ts";
+import { eventExamples } from "./event-examples.ts";
 
 export const eventTypes = [
   "order.completed",
@@ -33,9 +34,23 @@ export const EventSchema = Type.Object(
         "Document for document.created.",
     }),
   },
-  { $id: "Event" },
+  // One example per type (event-examples.ts), shown by the OpenAPI document.
+  { $id: "Event", examples: Object.values(eventExamples) },
 );
 export type EventView = Static<typeof EventSchema>;
+
+/** What `POST /v1/partner/webhook-endpoints/{id}/test` sends: not in the feed, no client. */
+export const WebhookTestEventSchema = Type.Object(
+  {
+    id: Type.String({ description: "evt_test_ + 16 characters; not a position in the feed." }),
+    type: Type.Literal("webhook.test"),
+    created_at: Type.String(),
+    partner_client_id: Type.Null(),
+    data: Type.Object({ endpoint_id: Type.String({ format: "uuid" }) }),
+  },
+  { $id: "WebhookTestEvent" },
+);
+export type WebhookTestEventView = Static<typeof WebhookTestEventSchema>;
 
 export const EventFeedSchema = Type.Object(
   {

@@ -1,4 +1,5 @@
-// GET /v1/partner/events (docs/reference.md, "Events"): the partner's event feed.
+// GET /v1/partner/events (docs/reference.md, "Events"): the partner's event feed; and one event by
+// its id.
 
 import type { FastifyInstance } from "fastify";
 import { type Static, Type } from "typebox";
@@ -7,7 +8,7 @@ import { HttpError, validationError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { literalUnion } from "../../platform/wire-schemas.ts";
 import { requestOrigin } from "../documents/index.ts";
-import { EventFeedSchema, eventTypes } from "./event-views.ts";
+import { EventFeedSchema, EventSchema, eventTypes } from "./event-views.ts";
 import type { EventsService } from "./events-service.ts";
 
 const FeedQuery = Type.Object({
@@ -56,6 +57,27 @@ export function eventsRoutes(app: FastifyInstance, events: EventsService): void 
       }
       const { ok: _ok, ...body } = result;
       return body;
+    },
+  );
+
+  app.get<{ Params: { event_id: string } }>(
+    "/v1/partner/events/:event_id",
+    {
+      schema: {
+        tags: ["events"],
+        operationId: "getEvent",
+        summary: "Get one event by its id",
+        description:
+          "The event as the feed and the webhooks show it (a document's links signed afresh). 404 " +
+          "when the id names no event, or another partner's, or one past the retention period.",
+        params: Type.Object({ event_id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Type.Object({ result: EventSchema }), ...errorResponses(["not_found"]) },
+      },
+    },
+    async (request) => {
+      const event = await events.get(request.partnerId!, request.params.event_id, requestOrigin(request));
+      if (event === null) throw new HttpError("not_found");
+      return { result: event };
     },
   );
 }

@@ -16,7 +16,7 @@ import {
   eventId,
   eventPosition,
 } from "./event-views.ts";
-import { deleteEventsBefore, readEvents, type StoredEvent } from "./events-store.ts";
+import { deleteEventsBefore, readEvent, readEvents, type StoredEvent } from "./events-store.ts";
 
 export interface EventFeedQuery {
   /** An event id (the cursor), or null for the oldest event kept. */
@@ -86,6 +86,16 @@ export class EventsService {
       next_cursor: last === undefined ? q.after : eventId({ txid: BigInt(last.txid), seq: BigInt(last.seq) }),
       has_more: rows.length > q.limit,
     };
+  }
+
+  /** One of the partner's events by its id; null when the id names none of them (or none at all). */
+  async get(partnerId: string, id: string, origin: string): Promise<EventView | null> {
+    const at = eventPosition(id);
+    if (at === null) return null;
+    const row = await readEvent(this.#db, partnerId, at);
+    if (row === undefined) return null;
+    const [event] = await this.render(partnerId, [row], origin);
+    return event ?? null;
   }
 
   /**

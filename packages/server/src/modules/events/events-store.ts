@@ -77,6 +77,25 @@ export async function readEvents(db: Q, partnerId: string, q: EventQuery): Promi
   return rows;
 }
 
+/**
+ * One event of the partner, by its position; undefined when it is not the partner's, not committed,
+ * or gone. Unlike the feed it needs no ordering rule: a committed event is final.
+ */
+export async function readEvent(
+  db: Q,
+  partnerId: string,
+  at: EventPosition,
+): Promise<StoredEvent | undefined> {
+  const { rows } = await sql<StoredEvent>`
+    SELECT e.seq::text AS seq, e.txid::text AS txid, e.type, e.created_at, e.order_id, e.document_id,
+           e.data, c.partner_client_id
+    FROM events e JOIN clients c ON c.id = e.client_id
+    WHERE e.partner_id = ${partnerId}
+      AND e.txid = ${at.txid.toString()}::xid8 AND e.seq = ${at.seq.toString()}::bigint
+  `.execute(db);
+  return rows[0];
+}
+
 /** Deletes up to `batch` events written before `beforeIso`; returns how many went. */
 export async function deleteEventsBefore(db: Q, beforeIso: string, batch: number): Promise<number> {
   const result = await sql`

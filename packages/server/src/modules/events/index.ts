@@ -1,3 +1,4 @@
+export { eventExamples, webhookTestExample } from "./event-examples.ts";
 export {
   type EventPosition,
   EventSchema,
@@ -7,6 +8,7 @@ export {
   eventPosition,
   eventTypes,
 } from "./event-views.ts";
+export { eventWebhooksOpenApi } from "./event-webhooks-openapi.ts";
 export { eventsRoutes } from "./events-routes.ts";
 export { EventsService } from "./events-service.ts";
 export { type ClientEventRecord, recordClientEvent } from "./events-store.ts";

@@ -3,7 +3,7 @@
 import type { Selectable } from "kysely";
 import { type Static, Type } from "typebox";
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from "../../db/schema.ts";
-import { literalUnion } from "../../platform/wire-schemas.ts";
+import { literalUnion, ReasonText } from "../../platform/wire-schemas.ts";
 import { eventTypes } from "../events/index.ts";
 
 export const WebhookEndpointSchema = Type.Object(
@@ -18,6 +18,20 @@ export const WebhookEndpointSchema = Type.Object(
   { $id: "WebhookEndpoint" },
 );
 export type WebhookEndpointView = Static<typeof WebhookEndpointSchema>;
+
+/** An endpoint as the admin API lists it: with its partner. */
+export const AdminWebhookEndpointSchema = Type.Intersect([
+  WebhookEndpointSchema,
+  Type.Object({ partner_id: Type.String() }),
+]);
+export type AdminWebhookEndpointView = Static<typeof AdminWebhookEndpointSchema>;
+
+/** `PUT /admin/webhook-endpoints/:id/enabled`; disabling needs a reason (it goes on the audit trail). */
+export const WebhookEnabledBody = Type.Object(
+  { enabled: Type.Boolean(), reason: ReasonText },
+  { additionalProperties: false },
+);
+export type WebhookEnabledBody = Static<typeof WebhookEnabledBody>;
 
 export const WebhookAttemptSchema = Type.Object({
   attempted_at: Type.String(),

@@ -3,12 +3,17 @@
 
 import type { FastifyInstance } from "fastify";
 import { type Static, Type } from "typebox";
-import { auditNote } from "../../http/admin-access.ts";
+import { auditNote, reasonRequired } from "../../http/admin-access.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { literalUnion } from "../../platform/wire-schemas.ts";
 import { eventTypes } from "../events/index.ts";
-import { WebhookDeliverySchema, WebhookEndpointSchema } from "./webhook-views.ts";
+import {
+  AdminWebhookEndpointSchema,
+  WebhookDeliverySchema,
+  WebhookEnabledBody,
+  WebhookEndpointSchema,
+} from "./webhook-views.ts";
 import type { WebhooksService } from "./webhooks-service.ts";
 
 const CreateBody = Type.Object(
@@ -209,23 +214,22 @@ export function webhooksRoutes(app: FastifyInstance, webhooks: WebhooksService):
 
 /** The operator's side: every endpoint (or one partner's), and disabling or enabling one. */
 export function webhooksAdminRoutes(app: FastifyInstance, webhooks: WebhooksService): void {
-  const Admin = Type.Intersect([WebhookEndpointSchema, Type.Object({ partner_id: Type.String() })]);
   app.get<{ Querystring: { partner_id?: string } }>(
     "/admin/webhook-endpoints",
     {
       schema: {
         querystring: Type.Object({ partner_id: Type.Optional(Type.String({ maxLength: 64 })) }),
-        response: { 200: Type.Object({ items: Type.Array(Admin) }) },
+        response: { 200: Type.Object({ items: Type.Array(AdminWebhookEndpointSchema) }) },
       },
     },
     async (request) => ({ items: await webhooks.adminList(request.query.partner_id ?? null) }),
   );
-  app.put<{ Params: Static<typeof Params>; Body: { enabled: boolean } }>(
+  app.put<{ Params: Static<typeof Params>; Body: WebhookEnabledBody }>(
     "/admin/webhook-endpoints/:endpoint_id/enabled",
     {
       schema: {
         params: Params,
-        body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
+        body: WebhookEnabledBody,
         response: { 200: Type.Object({ result: WebhookEndpointSchema }) },
       },
     },
@@ -233,8 +237,9 @@ export function webhooksAdminRoutes(app: FastifyInstance, webhooks: WebhooksServ
       const e = await webhooks.adminSetEnabled(
         request.params.endpoint_id,
         request.body.enabled,
-        auditNote(request),
+        auditNote(request, request.body.reason),
       );
+      if (e === "reason_required") throw reasonRequired();
       if (e === null) throw new HttpError("not_found");
       return { result: e };
     },

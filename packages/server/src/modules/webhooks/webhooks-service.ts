@@ -10,12 +10,13 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
 import { isUuid } from "../../platform/uuid.ts";
-import { type AuditNote, recordAudit } from "../audit/index.ts";
+import { type AuditNote, missingReason, recordAudit } from "../audit/index.ts";
 import type { EventsService, EventType } from "../events/index.ts";
 import { checkWebhookUrl, type Resolver, resolveTarget, type UrlPolicy } from "./url-safety.ts";
 import { postWebhook, type SendOutcome } from "./webhook-sender.ts";
 import type { WebhookSigner } from "./webhook-signer.ts";
 import {
+  type AdminWebhookEndpointView,
   deliveryView,
   endpointView,
   type WebhookDeliveryView,
@@ -85,6 +86,8 @@ export class WebhooksService {
   #running = false;
   #timer: NodeJS.Timeout | null = null;
   #tick: Promise<void> = Promise.resolve();
+  /** A delivery ended while a round ran: the next round starts at once, not after pollMs. */
+  #wakeRequested = false;
   readonly #inFlight = new Map<number, { endpointId: string; done: Promise<void> }>();
   #logger: WorkerLogger | null = null;
 
@@ -191,7 +194,7 @@ export class WebhooksService {
 
   // --- The operator -------------------------------------------------------------------------
 
-  async adminList(partnerId: string | null): Promise<(WebhookEndpointView & { partner_id: string })[]> {
+  async adminList(partnerId: string | null): Promise<AdminWebhookEndpointView[]> {
     if (partnerId !== null && !isUuid(partnerId)) return [];
     return (await listEndpoints(this.#db, partnerId)).map((r) => ({
       ...endpointView(r),
@@ -200,10 +203,16 @@ export class WebhooksService {
   }
 
   /**
-   * Disables (no delivery is made or attempted) or enables an endpoint, with its audit entry in
-   * the same transaction. null: no such endpoint.
+   * Disables (no delivery is made or attempted) or enables an endpoint, with its audit entry (and
+   * the reason) in the same transaction. An operator must give a reason to disable one
+   * (docs/decisions.md, "Audit trail"). null: no such endpoint.
    */
-  async adminSetEnabled(id: string, enabled: boolean, note: AuditNote): Promise<WebhookEndpointView | null> {
+  async adminSetEnabled(
+    id: string,
+    enabled: boolean,
+    note: AuditNote,
+  ): Promise<WebhookEndpointView | null | "reason_required"> {
+    if (!enabled && missingReason(note)) return "reason_required";
     if (!isUuid(id)) return null;
     const row = await inTransaction(this.#db, async (tx) => {
       const before = await findEndpointForUpdate(tx, id);
@@ -246,7 +255,11 @@ export class WebhooksService {
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#tick = this.runOnce().then(
-        (busy) => this.#schedule(busy ? 0 : this.#t.pollMs),
+        (busy) => {
+          const again = busy || this.#wakeRequested;
+          this.#wakeRequested = false;
+          this.#schedule(again ? 0 : this.#t.pollMs);
+        },
         (err: unknown) => {
           this.#logger?.warn({ err }, "webhook worker: a round failed; trying again");
           this.#schedule(this.#t.pollMs);
@@ -254,6 +267,22 @@ export class WebhooksService {
       );
     }, ms);
     this.#timer.unref();
+  }
+
+  /**
+   * A delivery of this process ended, so a slot is free: the next round starts now rather than
+   * after pollMs (with every slot taken, a round claims nothing and the worker would otherwise
+   * idle until the poll while deliveries are due). Only the timing changes, not what is claimed.
+   */
+  #wake(): void {
+    if (!this.#running) return;
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+      this.#schedule(0);
+    } else {
+      this.#wakeRequested = true;
+    }
   }
 
   /**
@@ -272,7 +301,10 @@ export class WebhooksService {
     // One claim may hold more of one endpoint than its share: the rest wait for the lease to end
     // would be slow, so they are sent too, but a slow endpoint holds at most its own claims.
     for (const d of claimed) {
-      const done = this.#deliver(d).finally(() => this.#inFlight.delete(d.id));
+      const done = this.#deliver(d).finally(() => {
+        this.#inFlight.delete(d.id);
+        this.#wake();
+      });
       this.#inFlight.set(d.id, { endpointId: d.endpoint_id, done });
     }
     return dispatched > 0 || claimed.length === free;

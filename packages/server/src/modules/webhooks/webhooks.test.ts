@@ -91,6 +91,30 @@ describe("webhooks", () => {
     assert.equal(res.statusCode, 201, res.body);
     return res.json().result as { id: string; status: string };
   }
+  /** An operator account of that role, signed in: its calls carry the session and CSRF token. */
+  async function operatorSession(role: "viewer" | "compliance" | "admin") {
+    const email = `webhooks-${role}@broker.example`;
+    const password = "correct horse battery staple";
+    const created = await ctx.adminRequest("POST", "/admin/operators", { email, role, password });
+    assert.equal(created.statusCode, 201, created.body);
+    const res = await ctx.admin.inject({
+      method: "POST",
+      url: "/admin/session",
+      payload: { email, password },
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const cookie = String(res.headers["set-cookie"]).split(";")[0]!;
+    const csrf: string = res.json().result.csrf_token;
+    return {
+      call: (method: "GET" | "PUT", url: string, body?: object) =>
+        ctx.admin.inject({
+          method,
+          url,
+          headers: { cookie, "x-csrf-token": csrf },
+          ...(body === undefined ? {} : { payload: body }),
+        }),
+    };
+  }
   /** One round of this process's worker, and the deliveries it started, to their end. */
   async function round() {
     await ctx.services.webhooks.runOnce();
@@ -285,11 +309,46 @@ describe("webhooks", () => {
       list.json().items.map((e: { id: string }) => e.id),
       [ep.id],
     );
-    const off = await ctx.adminRequest("PUT", `/admin/webhook-endpoints/${ep.id}/enabled`, {
+    // An operator must say why: without a reason the disable is a 422 at body.reason, and the
+    // endpoint and the audit trail stay as they were.
+    const admin = await operatorSession("admin");
+    const auditCount = async () =>
+      Number(
+        (
+          await ctx.services.database.db
+            .selectFrom("audit_log")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("target_id", "=", ep.id)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    for (const body of [{ enabled: false }, { enabled: false, reason: "  " }]) {
+      const refused = await admin.call("PUT", `/admin/webhook-endpoints/${ep.id}/enabled`, body);
+      assert.equal(refused.statusCode, 422, refused.body);
+      assert.deepEqual(
+        refused.json().msg_detail.map((d: { loc: string[] }) => d.loc),
+        [["body", "reason"]],
+      );
+    }
+    assert.equal(await auditCount(), 0);
+    const still = await ctx.adminRequest("GET", `/admin/webhook-endpoints?partner_id=${ctx.partner.id}`);
+    assert.equal(still.json().items[0].status, "enabled");
+    const off = await admin.call("PUT", `/admin/webhook-endpoints/${ep.id}/enabled`, {
       enabled: false,
+      reason: "endpoint answers 500 to everything",
     });
     assert.equal(off.statusCode, 200, off.body);
     assert.equal(off.json().result.status, "disabled");
+    const entry = await ctx.services.database.db
+      .selectFrom("audit_log")
+      .select(["action", "reason", "actor_kind"])
+      .where("target_id", "=", ep.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(entry, {
+      action: "webhook_endpoint.enabled",
+      reason: "endpoint answers 500 to everything",
+      actor_kind: "operator",
+    });
     assert.equal((await deposit()).statusCode, 200);
     await round();
     assert.equal(receiver.hits.length, 1);
