@@ -33,7 +33,18 @@ import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
 import { trading } from "./scenarios/trading.ts";
 
-const scenarios = [foundation, reads, deposits, depositSql, trading, events, parse, logging, startup, rateLimits];
+const scenarios = [
+  foundation,
+  reads,
+  deposits,
+  depositSql,
+  trading,
+  events,
+  parse,
+  logging,
+  startup,
+  rateLimits,
+];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
