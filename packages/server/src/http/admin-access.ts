@@ -82,6 +82,11 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "GET /console/clients": "viewer",
   "GET /console/clients/:partner_id/:partner_client_id": "viewer",
   "GET /console/audit": "viewer",
+  // The console's partner and catalog pages (forms shown to admin only).
+  "GET /console/partners": "viewer",
+  "GET /console/partners/:partner_id": "viewer",
+  "GET /console/catalog": "viewer",
+  "GET /console/pairs/:pair_id": "viewer",
   // Operator accounts.
   "GET /admin/operators": "admin",
   "POST /admin/operators": "admin",

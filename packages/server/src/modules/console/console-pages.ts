@@ -14,12 +14,16 @@ export function esc(value: unknown): string {
     .replaceAll("'", "&#39;");
 }
 
-function page(title: string, body: string, session: { operator: OperatorView; csrf: string } | null): string {
+export function page(
+  title: string,
+  body: string,
+  session: { operator: OperatorView; csrf: string } | null,
+): string {
   const header =
     session === null
       ? "<header><strong>Counterpart back office</strong></header>"
       : `<header><strong>Counterpart back office</strong>
-<nav><a href="/console/clients">Clients</a> · <a href="/console/audit">Audit trail</a></nav>
+<nav><a href="/console/clients">Clients</a> · <a href="/console/partners">Partners</a> · <a href="/console/catalog">Catalog</a> · <a href="/console/audit">Audit trail</a></nav>
 <span class="who">${esc(session.operator.email)} (${esc(session.operator.role)})</span>
 <form data-api="/admin/session" data-method="DELETE" data-next="/console/sign-in"><button type="submit">Sign out</button><span role="status"></span></form>
 </header>`;
@@ -101,7 +105,7 @@ export function clientsPage(
   );
 }
 
-function auditTable(entries: AuditEntry[]): string {
+export function auditTable(entries: AuditEntry[]): string {
   const rows = entries
     .map(
       (e) => `<tr><td>${esc(e.at)}</td><td>${esc(e.actor.email ?? e.actor.kind)}</td><td>${esc(e.action)}</td>

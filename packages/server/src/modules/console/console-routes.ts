@@ -27,7 +27,7 @@ const assets: Record<string, { type: string; body: Buffer }> = {
 };
 
 /** Pages allow only this listener's own files, and are never framed or cached. */
-function html(reply: FastifyReply, body: string, status = 200) {
+export function html(reply: FastifyReply, body: string, status = 200) {
   return reply
     .code(status)
     .header(

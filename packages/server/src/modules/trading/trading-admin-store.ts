@@ -167,3 +167,8 @@ export async function findPartnerFees(db: Db, partnerId: string) {
     .where("id", "=", partnerId)
     .executeTakeFirst();
 }
+
+/** Every pair, by id (an operator has tens, not thousands). */
+export async function listPairRows(db: Db): Promise<PairRow[]> {
+  return db.selectFrom("asset_pairs").selectAll().orderBy("id").execute();
+}
