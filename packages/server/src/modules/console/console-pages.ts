@@ -148,7 +148,7 @@ export function clientPage(
 <button type="submit">Change status</button><span role="status"></span></form>
 <h2>${c.active ? "Deactivate" : "Activate"}</h2><form data-api="${api}/active" data-method="PUT" data-booleans="active" class="inline card">
 <input type="hidden" name="active" value="${c.active ? "false" : "true"}">
-<label>Reason <input name="reason" ${c.active ? "required " : ""}maxlength="1000" size="50"></label>
+<label>Reason <input name="reason" required maxlength="1000" size="50"></label>
 <button type="submit">${c.active ? "Deactivate" : "Activate"}</button><span role="status"></span></form>`
     : "<p>Your role may read this client but not change it.</p>";
   return page(
