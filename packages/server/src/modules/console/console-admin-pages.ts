@@ -6,6 +6,7 @@
 import type { AuditEntry } from "../audit/index.ts";
 import type { OperatorView } from "../operators/index.ts";
 import type { PartnerKeyView, PartnerView } from "../partners/index.ts";
+import type { AdminPartnerPairView } from "../trading/index.ts";
 import { auditTable, esc, page } from "./console-pages.ts";
 
 type Session = { operator: OperatorView; csrf: string };
@@ -45,6 +46,7 @@ export function partnerPage(
   p: PartnerView,
   keys: PartnerKeyView[],
   fees: PartnerFees,
+  pairs: { ids: string[]; own: AdminPartnerPairView[] },
   history: AuditEntry[],
   mayChange: boolean,
 ): string {
@@ -77,6 +79,15 @@ export function partnerPage(
     .join("");
   const keysTable = `<table id="keys"><thead><tr><th>Label</th><th>Id</th><th>State</th><th>Added</th><th>Retired</th><th></th></tr></thead>
 <tbody>${keyRows === "" ? '<tr><td colspan="6">No key.</td></tr>' : keyRows}</tbody></table>`;
+  const ownRows = pairs.own
+    .map(
+      (o) =>
+        `<tr><td>${esc(o.pair_id)}</td><td>${o.available ? "yes" : "no"}</td><td>${esc(o.fee_rate ?? "— (default)")}</td></tr>`,
+    )
+    .join("");
+  const pairsTable = `<table id="partner-pairs"><thead><tr><th>Pair</th><th>Available</th><th>Fee rate</th></tr></thead>
+<tbody>${ownRows === "" ? '<tr><td colspan="3">Every pair available, at the default rates.</td></tr>' : ownRows}</tbody></table>`;
+  const pairOptions = pairs.ids.map((id) => `<option value="${esc(id)}">${esc(id)}</option>`).join("");
   const limitInput = (k: "reads" | "writes" | "quotes") =>
     `<label>${k} a minute <input name="${k}" type="number" min="1" size="8" value="${p.rate_limits[k].default ? "" : esc(p.rate_limits[k].per_minute)}" placeholder="default"></label>`;
   const forms = mayChange
@@ -94,6 +105,11 @@ ${limitInput("reads")}${limitInput("writes")}${limitInput("quotes")}
 <label>Default fee rate (0 to 1; empty: each pair's own) <input name="fee_rate" value="${esc(fees.fee_rate ?? "")}" size="12"></label>
 <label>VAT percentage (empty: none) <input name="vat_percentage" value="${esc(fees.vat_percentage ?? "")}" size="10"></label>
 <button type="submit">Set fees</button><span role="status"></span></form>
+<h2>A pair for this partner</h2><form data-api="${api}/pairs/" data-method="PUT" data-path="pair_id" data-booleans="available" data-nulls="fee_rate" class="inline card" id="partner-pair">
+<label>Pair <select name="pair_id">${pairOptions}</select></label>
+<label class="check"><input type="checkbox" name="available" value="true" checked> available</label>
+<label>Its fee rate (empty: the default) <input name="fee_rate" size="10"></label>
+<button type="submit">Set pair</button><span role="status"></span></form>
 <h2>${p.active ? "Disable" : "Enable"}</h2><form data-api="${api}/active" data-method="PUT" data-booleans="active" class="inline card">
 <input type="hidden" name="active" value="${p.active ? "false" : "true"}">
 <label>Reason (on the audit trail) <input name="reason" required maxlength="1000" size="50"></label>
@@ -101,7 +117,7 @@ ${limitInput("reads")}${limitInput("writes")}${limitInput("quotes")}
     : readOnly("this partner");
   return page(
     `Partner ${p.name}`,
-    `${record}<h2>Public keys</h2>${keysTable}${forms}<h2>History</h2>${auditTable(history)}`,
+    `${record}<h2>Public keys</h2>${keysTable}<h2>Pairs of its own</h2>${pairsTable}${forms}<h2>History</h2>${auditTable(history)}`,
     session,
   );
 }

@@ -64,7 +64,18 @@ export function consoleAdminRoutes(app: FastifyInstance, deps: ConsoleAdminDeps)
       const mayChange = roleAllows(session.operator.role, "admin");
       return html(
         reply,
-        partnerPage(session, shown.partner, keys.keys, fees, await history("partner", id), mayChange),
+        partnerPage(
+          session,
+          shown.partner,
+          keys.keys,
+          fees,
+          {
+            ids: (await tradingAdmin.listPairs()).map((pair) => pair.id),
+            own: await tradingAdmin.partnerPairs(id),
+          },
+          await history("partner", id),
+          mayChange,
+        ),
       );
     },
   );

@@ -137,6 +137,12 @@ describe("the console's partner and catalog pages in a browser", () => {
     await page.getByRole("button", { name: "Set fees" }).click();
     await page.getByRole("row", { name: /^VAT percentage 5/ }).waitFor();
 
+    // One pair made unavailable to this partner.
+    await page.locator('select[name="pair_id"]').selectOption("ETH-AED");
+    await page.getByLabel("available", { exact: true }).uncheck();
+    await page.getByRole("button", { name: "Set pair" }).click();
+    await page.locator("#partner-pairs").getByRole("row", { name: "ETH-AED no — (default)" }).waitFor();
+
     // Disabled with a reason: the browser will not send it without one.
     await page.getByRole("button", { name: "Disable partner" }).click();
     assert.equal((await ctx.adminRequest("GET", `/admin/partners/${partnerId}`)).json().result.active, true);
@@ -157,6 +163,7 @@ describe("the console's partner and catalog pages in a browser", () => {
       "partner.fees",
       "partner.key_add",
       "partner.limits",
+      "partner.pair_settings",
     ]);
     for (const e of trail.items) assert.equal(e.actor.email, "boss@broker.example");
 
@@ -173,6 +180,23 @@ describe("the console's partner and catalog pages in a browser", () => {
 
   test("an admin pins a price with a reason and hands it back to the feed, both on the trail", async () => {
     const page = await signedIn("boss@broker.example");
+    await page.getByRole("link", { name: "Catalog" }).click();
+    await page.waitForURL(`${base}/console/catalog`);
+
+    // A new asset, then a pair of it: the pair's page follows, pinned until priced.
+    await page.getByLabel("Asset id").fill("DOGE");
+    await page.getByLabel("English name").fill("Dogecoin");
+    await page.getByLabel("published", { exact: true }).check();
+    await page.getByRole("button", { name: "Save asset" }).click();
+    await page.getByRole("cell", { name: "Dogecoin", exact: true }).waitFor();
+    assert.equal((await ctx.services.catalog.getAsset("DOGE"))?.published, true);
+    await page.getByLabel("Pair id (BASE-QUOTE)").fill("DOGE-USD");
+    await page.getByLabel("Quote lifetime (s)").fill("30");
+    await page.getByRole("button", { name: "Add pair" }).click();
+    await page.waitForURL(`${base}/console/pairs/DOGE-USD`);
+    const created = await ctx.services.tradingAdmin.showPair("DOGE-USD");
+    assert.deepEqual([created?.lifetime_s, created?.price_pinned], [30, true]);
+
     await page.getByRole("link", { name: "Catalog" }).click();
     await page.waitForURL(`${base}/console/catalog`);
     assert.equal(await overflows(page), false);

@@ -50,14 +50,15 @@ export function catalogPage(
     )
     .join("");
   const forms = mayChange
-    ? `<h2>Add or change an asset</h2><form data-api="/admin/assets/" data-path="id" data-booleans="published,depositable,withdrawable" data-integers="decimal_places" class="inline card" id="asset-form">
+    ? `<h2>Add or change an asset</h2><form data-api="/admin/assets/" data-method="PUT" data-path="id" data-booleans="published,depositable,withdrawable" data-integers="decimal_places" data-omit-empty="usd_rate" class="inline card" id="asset-form">
 <label>Asset id <input name="id" required pattern="[A-Z0-9]{2,10}" size="10"></label>
 <label>Type <select name="type"><option value="crypto">crypto</option><option value="fiat">fiat</option></select></label>
 <label>English name <input name="name_en" required maxlength="255"></label>
 <label>Decimal places <input name="decimal_places" type="number" min="0" max="8" value="8" required></label>
+<label>USD rate (empty: unchanged) <input name="usd_rate" size="12"></label>
 ${check("published", "published", false)}${check("depositable", "depositable", false)}${check("withdrawable", "withdrawable", false)}
 <button type="submit">Save asset</button><span role="status"></span></form>
-<h2>Add a pair</h2><form data-api="/admin/pairs/" data-path="id" data-omit-empty="min_volume,max_volume,lifetime_s,fee_rate" data-integers="lifetime_s" data-next-result="/console/pairs/{id}" class="inline card" id="pair-form">
+<h2>Add a pair</h2><form data-api="/admin/pairs/" data-method="PUT" data-path="id" data-omit-empty="min_volume,max_volume,lifetime_s,fee_rate" data-integers="lifetime_s" data-next-result="/console/pairs/{id}" class="inline card" id="pair-form">
 <label>Pair id (BASE-QUOTE) <input name="id" required pattern="[A-Z0-9]{2,10}-[A-Z0-9]{2,10}" size="12"></label>
 <label>Minimum volume <input name="min_volume" size="10"></label>
 <label>Maximum volume <input name="max_volume" size="10"></label>

@@ -15,6 +15,7 @@ import {
   findPartnerPair,
   insertPair,
   listPairRows,
+  listPartnerPairs,
   pairExists,
   partnerExists,
   pinPairPrice,
@@ -194,6 +195,11 @@ export class TradingAdminService {
   /** One pair, or null. */
   async showPair(id: string): Promise<AdminPairView | null> {
     return (await findPairRow(this.#db, id)) ?? null;
+  }
+
+  /** The partner's own settings per pair (availability, fee rate), for the pairs it has any for. */
+  async partnerPairs(partnerId: string): Promise<AdminPartnerPairView[]> {
+    return listPartnerPairs(this.#db, partnerId);
   }
 
   /** The partner's default fee rate and VAT percentage as stored, or null when no such partner. */
