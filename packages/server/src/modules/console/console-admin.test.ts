@@ -38,30 +38,6 @@ describe("the console's partner and catalog pages in a browser", () => {
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
       timeout: waitMs,
     });
-    test("without a session the pages go to the sign-in page; an unknown partner or pair is a 404 page", async () => {
-      for (const url of [
-        "/console/partners",
-        `/console/partners/${ctx.partner.id}`,
-        "/console/catalog",
-        "/console/pairs/BTC-AED",
-      ]) {
-        const res = await fetch(`${base}${url}`, { redirect: "manual" });
-        assert.equal(res.status, 303, url);
-        assert.equal(res.headers.get("location"), "/console/sign-in");
-      }
-      const page = await signedIn("reader@broker.example");
-      for (const url of [
-        "/console/partners/00000000-0000-4000-8000-000000000000",
-        "/console/partners/not-a-uuid",
-        "/console/pairs/NOPE-AED",
-      ]) {
-        const res = await page.goto(`${base}${url}`);
-        assert.equal(res?.status(), 404, url);
-        await page.getByText("No such record.").waitFor();
-      }
-      await page.context().close();
-    });
-
     for (const [email, role] of [
       ["boss@broker.example", "admin"],
       ["officer@broker.example", "compliance"],
@@ -255,6 +231,30 @@ describe("the console's partner and catalog pages in a browser", () => {
         ["pair.price_pin", "exchange outage"],
       ],
     );
+    await page.context().close();
+  });
+
+  test("without a session the pages go to the sign-in page; an unknown partner or pair is a 404 page", async () => {
+    for (const url of [
+      "/console/partners",
+      `/console/partners/${ctx.partner.id}`,
+      "/console/catalog",
+      "/console/pairs/BTC-AED",
+    ]) {
+      const res = await fetch(`${base}${url}`, { redirect: "manual" });
+      assert.equal(res.status, 303, url);
+      assert.equal(res.headers.get("location"), "/console/sign-in");
+    }
+    const page = await signedIn("reader@broker.example");
+    for (const url of [
+      "/console/partners/00000000-0000-4000-8000-000000000000",
+      "/console/partners/not-a-uuid",
+      "/console/pairs/NOPE-AED",
+    ]) {
+      const res = await page.goto(`${base}${url}`);
+      assert.equal(res?.status(), 404, url);
+      await page.getByText("No such record.").waitFor();
+    }
     await page.context().close();
   });
 
