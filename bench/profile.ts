@@ -347,7 +347,8 @@ async function main(): Promise<number> {
     cleanup.add("close the setup's database pool", () => database.close());
     for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
     // The price is pinned again before each path: a pinned price goes stale like a fed one.
-    const pinPrice = () => admin("PUT", `/admin/pairs/${pair}/price`, { buy: "350000", sell: "349000" });
+    const pinPrice = () =>
+      admin("PUT", `/admin/pairs/${pair}/price`, { buy: "350000", sell: "349000", reason: "test set-up" });
     await pinPrice();
 
     const json = (method: string, p: string, body: unknown): RequestSpec => ({

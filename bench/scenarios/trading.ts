@@ -399,7 +399,10 @@ export const trading: Scenario = {
     const { adminUrl, partner, service, reference, database, clientCount, dbName } = bench;
 
     const setPrice = async () => {
-      const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, price);
+      const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, {
+        ...price,
+        reason: "bench set-up",
+      });
       if (res.status !== 200) throw new Error(`price set answered ${res.status}: ${res.body}`);
     };
     await setPrice();

@@ -304,7 +304,10 @@ describe("attack: signatures and replays", { timeout }, () => {
     // Before it is disabled the partner is served: what follows is the switch, not the key.
     const before = await t.call({ partner: disabled, method: "GET", target: "/v1/partner/asset-pairs" });
     assert.equal(before.status, 200, before.text);
-    const off = await t.admin("PUT", `/admin/partners/${disabled.id}/active`, { active: false });
+    const off = await t.admin("PUT", `/admin/partners/${disabled.id}/active`, {
+      active: false,
+      reason: "test set-up",
+    });
     assert.equal(off.status, 200, off.text);
 
     await unchanged(t, async () => {

@@ -175,7 +175,11 @@ describe("attack: bodies, decimals and headers", { timeout }, () => {
   });
 
   test("execute: price and base_amount in the body are ignored; the quote decides", async () => {
-    const price = await t.admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    const price = await t.admin("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
     assert.equal(price.status, 200, price.text);
     const q = await t.call({
       method: "POST",

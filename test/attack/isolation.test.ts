@@ -56,7 +56,11 @@ describe("attack: cross-partner isolation", { timeout }, () => {
     const doc = (up.json as { result: { id: number; front_file: string } }).result;
     aDocId = doc.id;
     aLink = doc.front_file;
-    const price = await t.admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    const price = await t.admin("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
     assert.equal(price.status, 200, price.text);
     const q = await t.call({
       method: "POST",

@@ -267,7 +267,10 @@ test("counterpart CLI against a running sandbox", async (t) => {
   });
 
   await t.test("disable refuses the partner's requests; enable accepts them again", async () => {
-    const disabled = await runCli(["partner", "disable", partnerId, "--json"], env);
+    const disabled = await runCli(
+      ["partner", "disable", partnerId, "--reason", "contract ended", "--json"],
+      env,
+    );
     assertOk(disabled);
     assert.equal(json(disabled).active, false);
     const refused = await runCli(
@@ -286,7 +289,7 @@ test("counterpart CLI against a running sandbox", async (t) => {
     assert.equal(refusedText.code, 1);
     assert.match(refusedText.stdout, /^HTTP 401 Unauthorized\n/);
 
-    const enabled = await runCli(["partner", "enable", partnerId], env);
+    const enabled = await runCli(["partner", "enable", partnerId, "--reason", "contract renewed"], env);
     assertOk(enabled);
     assert.match(enabled.stdout, /^active:\s+true$/m);
     assertOk(await runCli(["call", "GET", "/v1/partner/asset-pairs", ...signAsPartner(keysB)], env));
@@ -324,7 +327,8 @@ test("counterpart CLI against a running sandbox", async (t) => {
       [["partner", "set-ips", partnerId], /required option '--allow-ip <cidr\.\.\.>' not specified/],
       [["partner", "show"], /missing required argument 'id'/],
       [["partner", "show", unknown], new RegExp(`unknown partner ${unknown}`)],
-      [["partner", "enable", unknown], /unknown partner/],
+      [["partner", "enable", unknown, "--reason", "x"], /unknown partner/],
+      [["partner", "disable", partnerId], /required option '--reason <text>' not specified/],
       [["partner", "show", "a".repeat(100)], /unknown partner a{100}$/],
       [["partner", "set-key", "not-a-uuid", "--public-key", pub], /unknown partner not-a-uuid/],
       [["partner", "key", "list", unknown], new RegExp(`unknown partner ${unknown}`)],

@@ -130,7 +130,19 @@ test("npm run demo", async (t) => {
     // The operator pins BTC-AED to prices taken an hour ago: older than PRICE_STALE_AFTER_S (60).
     const at = new Date(Date.now() - 3_600_000).toISOString();
     const pinned = await runCli(
-      ["price", "set", "BTC-AED", "--buy", "349250", "--sell", "348550", "--at", at],
+      [
+        "price",
+        "set",
+        "BTC-AED",
+        "--reason",
+        "stale on purpose",
+        "--buy",
+        "349250",
+        "--sell",
+        "348550",
+        "--at",
+        at,
+      ],
       live.env,
     );
     assertOk(pinned);

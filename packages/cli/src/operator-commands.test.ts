@@ -205,8 +205,31 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
 
   await t.test("price set pins a pair to prices set by hand", async () => {
     const [asJson, at] = await Promise.all([
-      cli("price", "set", "BTC-AED", "--buy", "350000", "--sell", "349000.5", "--json"),
-      cli("price", "set", "DOGE-USD", "--buy", "0.25", "--sell", "0.24", "--at", "2026-01-02T03:04:05Z"),
+      cli(
+        "price",
+        "set",
+        "BTC-AED",
+        "--reason",
+        "feed outage",
+        "--buy",
+        "350000",
+        "--sell",
+        "349000.5",
+        "--json",
+      ),
+      cli(
+        "price",
+        "set",
+        "DOGE-USD",
+        "--reason",
+        "feed outage",
+        "--buy",
+        "0.25",
+        "--sell",
+        "0.24",
+        "--at",
+        "2026-01-02T03:04:05Z",
+      ),
     ]);
     assertOk(asJson);
     const out = json(asJson);
@@ -302,11 +325,36 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
       [["pair", "upsert", "BTC-NOPE"], /pair "BTC-NOPE": Both assets must exist/],
       [["pair", "upsert", "NOPE-AED", "--partner", partner, "--available", "true"], /unknown pair NOPE-AED$/],
       [["pair", "upsert", "BTC-AED", "--partner", unknown, "--available", "true"], /unknown partner/],
-      [["price", "set", "BTC-AED", "--buy", "1", "--sell", "2"], /--sell: Prices need buy >= sell > 0/],
-      [["price", "set", "BTC-AED", "--buy", "0", "--sell", "0"], /--buy: /],
-      [["price", "set", "BTC-AED", "--buy", "2", "--sell", "1", "--at", "yesterday"], /--at: /],
+      [
+        ["price", "set", "BTC-AED", "--reason", "feed outage", "--buy", "1", "--sell", "2"],
+        /--sell: Prices need buy >= sell > 0/,
+      ],
+      [["price", "set", "BTC-AED", "--reason", "feed outage", "--buy", "0", "--sell", "0"], /--buy: /],
+      [
+        [
+          "price",
+          "set",
+          "BTC-AED",
+          "--reason",
+          "feed outage",
+          "--buy",
+          "2",
+          "--sell",
+          "1",
+          "--at",
+          "yesterday",
+        ],
+        /--at: /,
+      ],
       [["price", "set", "BTC-AED", "--buy", "2"], /required option '--sell <y>' not specified/],
-      [["price", "set", "NOPE-AED", "--buy", "2", "--sell", "1"], /unknown pair NOPE-AED$/],
+      [
+        ["price", "set", "BTC-AED", "--buy", "2", "--sell", "1"],
+        /required option '--reason <text>' not specified/,
+      ],
+      [
+        ["price", "set", "NOPE-AED", "--reason", "feed outage", "--buy", "2", "--sell", "1"],
+        /unknown pair NOPE-AED$/,
+      ],
       [["price", "resume", "NOPE-AED"], /unknown pair NOPE-AED$/],
       [["price", "resume", "X".repeat(40)], /unknown pair X{40}$/],
       [["fee", "set", "--partner", partner, "--pair", "BTC-AED", "--vat-percentage", "5"], /per partner/],
@@ -325,7 +373,18 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
       assertFails(r, 2, cases[i]![1]);
     });
 
-    const failedJson = await cli("price", "set", "NOPE-AED", "--buy", "2", "--sell", "1", "--json");
+    const failedJson = await cli(
+      "price",
+      "set",
+      "NOPE-AED",
+      "--reason",
+      "feed outage",
+      "--buy",
+      "2",
+      "--sell",
+      "1",
+      "--json",
+    );
     assertFails(failedJson, 2, /unknown pair/);
     assert.deepEqual(json(failedJson), { error: { exit_code: 2, message: "unknown pair NOPE-AED" } });
 

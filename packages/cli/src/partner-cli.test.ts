@@ -399,6 +399,8 @@ test("partner commands against a running sandbox", async (t) => {
       pcid,
       "--status",
       "verified",
+      "--reason",
+      "documents checked",
       "--json",
     );
     assertOk(r);

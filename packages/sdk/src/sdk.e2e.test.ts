@@ -91,7 +91,8 @@ describe("the SDK against a running sandbox", () => {
   const deposit = (pcid: string, amount: string, ref: string) =>
     counterpart.deposits.create({ partner_client_id: pcid, asset_id: "AED", amount, partner_order_ref: ref });
   /** The manual feed does not tick: a fresh price, so that BTC-AED is not stale. */
-  const freshPrice = () => admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+  const freshPrice = () =>
+    admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000", reason: "test set-up" });
 
   before(async () => {
     const env: Record<string, string> = { DATA_DIR: dataDir, ADMIN_TOKEN: adminToken };

@@ -27,7 +27,7 @@ import {
 import { auditRoutes } from "./modules/audit/index.ts";
 import { catalogRoutes } from "./modules/catalog/index.ts";
 import { clientsRoutes } from "./modules/clients/index.ts";
-import { consoleRoutes } from "./modules/console/index.ts";
+import { consoleAdminRoutes, consoleRoutes } from "./modules/console/index.ts";
 import { documentsRoutes, fileRoutes } from "./modules/documents/index.ts";
 import { eventsRoutes, eventWebhooksOpenApi } from "./modules/events/index.ts";
 import { fundingRoutes } from "./modules/funding/index.ts";
@@ -328,6 +328,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   auditRoutes(app, services);
   recordsRoutes(app, services);
   consoleRoutes(app, services);
+  consoleAdminRoutes(app, services);
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }

@@ -183,7 +183,7 @@ function registerPriceCommands(program: Command, env: Env): void {
       .requiredOption("--buy <x>", "the price clients buy at (>= --sell)")
       .requiredOption("--sell <y>", "the price clients sell at (> 0)")
       .option("--at <iso8601>", "when the prices were taken (default: now)")
-      .option("--reason <text>", "why the pair is pinned (kept on the audit trail; operators must give one)"),
+      .requiredOption("--reason <text>", "why the pair is pinned (required; kept on the audit trail)"),
   ).action(
     withGlobalOptions(
       async (

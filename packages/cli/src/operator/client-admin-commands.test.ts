@@ -80,11 +80,28 @@ describe("counterpart client", () => {
   const who = () => ["--partner", ctx.partner.id, "--client", "client-1"];
 
   test("set-status prints the client; --json prints one JSON object; the partner API shows it", async () => {
-    const text = await run(["client", "set-status", ...who(), "--status", "under_review"]);
+    const text = await run([
+      "client",
+      "set-status",
+      ...who(),
+      "--reason",
+      "test set-up",
+      "--status",
+      "under_review",
+    ]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^status:\s+under_review$/m);
     assert.match(text.stdout, /^verified_at:\s+\(none\)$/m);
-    const json = await run(["client", "set-status", ...who(), "--status", "verified", "--json"]);
+    const json = await run([
+      "client",
+      "set-status",
+      ...who(),
+      "--reason",
+      "test set-up",
+      "--status",
+      "verified",
+      "--json",
+    ]);
     assert.equal(json.code, 0, json.stderr);
     const printed = JSON.parse(json.stdout);
     assert.equal(printed.partner_client_id, "client-1");
@@ -95,14 +112,23 @@ describe("counterpart client", () => {
   });
 
   test("set-active true|false", async () => {
-    const off = await run(["client", "set-active", ...who(), "--active", "false", "--json"]);
+    const off = await run([
+      "client",
+      "set-active",
+      ...who(),
+      "--reason",
+      "test set-up",
+      "--active",
+      "false",
+      "--json",
+    ]);
     assert.equal(off.code, 0, off.stderr);
     assert.equal(JSON.parse(off.stdout).active, false);
     assert.equal(
       (await ctx.signed({ method: "GET", url: "/v1/partner/clients/client-1/" })).json().result.active,
       false,
     );
-    const on = await run(["client", "set-active", ...who(), "--active", "true"]);
+    const on = await run(["client", "set-active", ...who(), "--reason", "test set-up", "--active", "true"]);
     assert.equal(on.code, 0, on.stderr);
     assert.match(on.stdout, /^active:\s+true$/m);
     assert.equal(
@@ -113,11 +139,35 @@ describe("counterpart client", () => {
 
   test("bad input exits 2 with one line (unknown status, flag value, missing option, unknown client); a refused token exits 1", async () => {
     for (const args of [
-      ["client", "set-status", ...who(), "--status", "approved"],
-      ["client", "set-active", ...who(), "--active", "yes"],
-      ["client", "set-status", "--client", "client-1", "--status", "rejected"],
-      ["client", "set-status", "--partner", ctx.partner.id, "--client", "nobody", "--status", "rejected"],
-      ["client", "set-active", "--partner", "not-a-partner", "--client", "client-1", "--active", "false"],
+      ["client", "set-status", ...who(), "--reason", "test set-up", "--status", "approved"],
+      ["client", "set-active", ...who(), "--reason", "test set-up", "--active", "yes"],
+      ["client", "set-status", "--client", "client-1", "--status", "rejected", "--reason", "x"],
+      ["client", "set-status", ...who(), "--status", "rejected"],
+      ["client", "set-active", ...who(), "--active", "true"],
+      [
+        "client",
+        "set-status",
+        "--partner",
+        ctx.partner.id,
+        "--client",
+        "nobody",
+        "--status",
+        "rejected",
+        "--reason",
+        "x",
+      ],
+      [
+        "client",
+        "set-active",
+        "--partner",
+        "not-a-partner",
+        "--client",
+        "client-1",
+        "--active",
+        "false",
+        "--reason",
+        "x",
+      ],
     ]) {
       const res = await run(args);
       assert.equal(res.code, 2, `${args.join(" ")}: ${res.stderr}`);
@@ -133,10 +183,12 @@ describe("counterpart client", () => {
       "nobody",
       "--status",
       "rejected",
+      "--reason",
+      "x",
     ]);
     assert.match(unknown.stderr, /has no client "nobody"/);
     const refused = await run(
-      ["client", "set-active", ...who(), "--active", "false"],
+      ["client", "set-active", ...who(), "--reason", "test set-up", "--active", "false"],
       "wrong-token-0123456789",
     );
     assert.equal(refused.code, 1);

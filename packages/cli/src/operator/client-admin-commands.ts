@@ -111,7 +111,7 @@ function clientCommand(parent: Command, name: string, description: string): Comm
       .description(description)
       .requiredOption("--partner <id>", "the partner's id (UUID)")
       .requiredOption("--client <partner_client_id>", "the client's id as the partner knows it")
-      .option("--reason <text>", "why (kept on the audit trail; operators must give one)"),
+      .requiredOption("--reason <text>", "why (required; kept on the audit trail)"),
   );
 }
 

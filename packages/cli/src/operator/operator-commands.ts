@@ -107,7 +107,7 @@ export function registerOperatorCommands(program: Command, env: Env): void {
     ["enable", true, "enable a disabled operator again"],
   ] as const) {
     byEmail(name, description)
-      .option("--reason <text>", "why (kept on the audit trail)")
+      .option("--reason <text>", "why (kept on the audit trail; required to disable)")
       .action(
         withGlobalOptions(async (options: Options & { email: string; reason?: string }) => {
           const c = client(options);

@@ -100,7 +100,7 @@ export function registerPartnerCommands(program: Command, env: Env): void {
             : "refuse the partner's signed requests (401)",
         )
         .argument("<id>", "partner id")
-        .option("--reason <text>", "why (kept on the audit trail; operators must give one to disable)"),
+        .requiredOption("--reason <text>", "why (required; kept on the audit trail)"),
     ).action(
       withGlobalOptions(async (id: string, options: AdminOptions & { reason?: string }) => {
         const updated = await client(options, env).setActive(id, active, options.reason);

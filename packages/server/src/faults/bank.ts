@@ -1176,7 +1176,7 @@ async function main(): Promise<number> {
       if (budgets.status !== 200) throw new Error(`partner ${name} limits: ${budgets.status}`);
     }
     for (const [pair, price] of Object.entries(prices)) {
-      const res = await admin("PUT", `/admin/pairs/${pair}/price`, price);
+      const res = await admin("PUT", `/admin/pairs/${pair}/price`, { ...price, reason: "fault bank set-up" });
       if (res.status !== 200) throw new Error(`price ${pair}: ${res.status} ${JSON.stringify(res.body)}`);
     }
     const setupRng = mulberry32(seed);

@@ -91,6 +91,11 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "GET /console/orders/:order_id": "viewer",
   "GET /console/ledger": "viewer",
   "GET /console/documents/:document_id/:side": "viewer",
+  // The console's partner and catalog pages (forms shown to admin only).
+  "GET /console/partners": "viewer",
+  "GET /console/partners/:partner_id": "viewer",
+  "GET /console/catalog": "viewer",
+  "GET /console/pairs/:pair_id": "viewer",
   // Operator accounts.
   "GET /admin/operators": "admin",
   "POST /admin/operators": "admin",

@@ -52,7 +52,7 @@ describe("admin API: clients", () => {
       "under_age",
       "rejected",
     ]) {
-      const res = await ctx.adminRequest("PUT", `${base}/status`, { status });
+      const res = await ctx.adminRequest("PUT", `${base}/status`, { status, reason: "test set-up" });
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().result.status, status);
       assert.equal(res.json().result.verified_at, null);
@@ -63,11 +63,17 @@ describe("admin API: clients", () => {
       });
     }
     ctx.clock.advance(10_000);
-    const back = await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
+    const back = await ctx.adminRequest("PUT", `${base}/status`, {
+      status: "verified",
+      reason: "test set-up",
+    });
     assert.equal(back.json().result.verified_at, isoFromMs(ctx.clock.nowMs()));
     // Verified again: verified_at is kept.
     ctx.clock.advance(10_000);
-    const again = await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
+    const again = await ctx.adminRequest("PUT", `${base}/status`, {
+      status: "verified",
+      reason: "test set-up",
+    });
     assert.equal(again.json().result.verified_at, back.json().result.verified_at);
     assert.equal((await checkClientCanTransact(db, ctx.partner.id, pcid)).ok, true);
   });
@@ -75,7 +81,7 @@ describe("admin API: clients", () => {
   test("PUT …/active: 2010 follows; 2009 comes before 2010", async () => {
     const { pcid, base } = await ownClient(3);
     const db = ctx.services.database.db;
-    const off = await ctx.adminRequest("PUT", `${base}/active`, { active: false });
+    const off = await ctx.adminRequest("PUT", `${base}/active`, { active: false, reason: "test set-up" });
     assert.equal(off.statusCode, 200);
     assert.equal(off.json().result.active, false);
     assert.equal((await partnerView(pcid)).active, false);
@@ -83,13 +89,13 @@ describe("admin API: clients", () => {
       ok: false,
       error: "client_deactivated",
     });
-    await ctx.adminRequest("PUT", `${base}/status`, { status: "rejected" });
+    await ctx.adminRequest("PUT", `${base}/status`, { status: "rejected", reason: "test set-up" });
     assert.deepEqual(await checkClientCanTransact(db, ctx.partner.id, pcid), {
       ok: false,
       error: "client_not_verified",
     });
-    await ctx.adminRequest("PUT", `${base}/status`, { status: "verified" });
-    const on = await ctx.adminRequest("PUT", `${base}/active`, { active: true });
+    await ctx.adminRequest("PUT", `${base}/status`, { status: "verified", reason: "test set-up" });
+    const on = await ctx.adminRequest("PUT", `${base}/active`, { active: true, reason: "test set-up" });
     assert.equal(on.json().result.active, true);
     assert.equal((await checkClientCanTransact(db, ctx.partner.id, pcid)).ok, true);
   });
@@ -106,8 +112,8 @@ describe("admin API: clients", () => {
     ]) {
       for (const [method, suffix, body] of [
         ["GET", "", undefined],
-        ["PUT", "/status", { status: "rejected" }],
-        ["PUT", "/active", { active: false }],
+        ["PUT", "/status", { status: "rejected", reason: "test set-up" }],
+        ["PUT", "/active", { active: false, reason: "test set-up" }],
       ] as const) {
         const res = await ctx.adminRequest(method, `${url}${suffix}`, body);
         assert.equal(res.statusCode, 404, `${method} ${url}${suffix}`);

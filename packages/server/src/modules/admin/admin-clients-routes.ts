@@ -42,7 +42,8 @@ export function adminClientsRoutes(app: FastifyInstance, { clients }: AdminClien
       unwrap(await clients.show(request.params.partner_id, request.params.partner_client_id)),
   );
 
-  // A status change needs a reason; blocking (active false) too. Both go on the audit trail.
+  // A status change needs a reason, and so does blocking or unblocking, whoever calls (bearer token
+  // included). Both go on the audit trail.
   app.put<{ Params: Params; Body: { status: ClientStatus; reason?: string } }>(
     `${path}/status`,
     {

@@ -72,7 +72,10 @@ describe("admin API", () => {
     });
     assert.equal(badIp.statusCode, 422);
     assert.equal(badIp.json().msg_detail[0].type, "cidr_parsing");
-    const disabled = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/active`, { active: false });
+    const disabled = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/active`, {
+      active: false,
+      reason: "test set-up",
+    });
     assert.equal(disabled.json().result.active, false);
     const unknown = await ctx.adminRequest("GET", "/admin/partners/00000000-0000-4000-8000-000000000000");
     assert.equal(unknown.statusCode, 404);

@@ -29,12 +29,14 @@ export function reasonOf(note: AuditNote): string | null {
 }
 
 /**
- * Whether a change that needs a reason (status changes, deactivations, price pins) lacks one.
- * Operators must give one. The bearer token (scripts and automation written before operator
- * accounts) may omit it; its entry then has no reason (docs/decisions.md, "Audit trail").
+ * Whether a change that needs a reason (client status changes, activations and deactivations,
+ * partner and operator disabling, price pins) lacks one. Every operator action needs it, whatever
+ * the channel: a console session, the CLI or a script with the bearer token (docs/decisions.md,
+ * "Audit trail"). Only the service's own changes (`system`: the sandbox's demo partner, test
+ * set-up) go without one.
  */
 export function missingReason(note: AuditNote): boolean {
-  return note.actor.kind === "operator" && reasonOf(note) === null;
+  return note.actor.kind !== "system" && reasonOf(note) === null;
 }
 
 /** One entry of the trail, in the transaction `tx` that makes the change. */

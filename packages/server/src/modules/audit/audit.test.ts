@@ -103,7 +103,7 @@ describe("the audit trail", () => {
     );
   });
 
-  test("an operator must give a reason for status changes, deactivations and price pins; refused, nothing changes", async () => {
+  test("every actor, bearer token included, must give a reason for status changes, activations, partner disabling and price pins; refused, nothing changes", async () => {
     const compliance = await operatorSession("compliance");
     const admin = await operatorSession("admin");
     const { pcid, base } = await newClient(2);
@@ -116,8 +116,15 @@ describe("the audit trail", () => {
         .where("id", "=", "BTC-AED")
         .executeTakeFirstOrThrow();
     const priceBefore = await price();
+    const token = {
+      call: (method: "PUT", url: string, body: unknown) => ctx.adminRequest(method, url, body),
+    };
     for (const [who, method, url, body] of [
       [compliance, "PUT", `${base}/status`, { status: "rejected" }],
+      [token, "PUT", `${base}/status`, { status: "rejected" }],
+      [token, "PUT", `${base}/active`, { active: false, reason: " " }],
+      [token, "PUT", `/admin/partners/${other.id}/active`, { active: false }],
+      [token, "PUT", "/admin/pairs/BTC-AED/price", { buy: "100", sell: "90" }],
       [compliance, "PUT", `${base}/status`, { status: "rejected", reason: "   " }],
       [compliance, "PUT", `${base}/active`, { active: false }],
       [admin, "PUT", `/admin/partners/${other.id}/active`, { active: false }],
@@ -139,8 +146,18 @@ describe("the audit trail", () => {
     assert.deepEqual(await price(), priceBefore);
     const partnerRow = await ctx.services.partners.show(other.id);
     assert.ok(partnerRow.ok && partnerRow.partner.active);
-    // Unblocking needs none.
-    assert.equal((await compliance.call("PUT", `${base}/active`, { active: true })).statusCode, 200);
+    // Unblocking needs one too (a client blocked for a reason is unblocked for one).
+    assert.equal((await compliance.call("PUT", `${base}/active`, { active: true })).statusCode, 422);
+    assert.equal(
+      (await token.call("PUT", `/admin/partners/${other.id}/active`, { active: true })).statusCode,
+      422,
+    );
+    assert.equal(await count(), before.entries);
+    assert.equal(
+      (await compliance.call("PUT", `${base}/active`, { active: true, reason: "documents received" }))
+        .statusCode,
+      200,
+    );
     // With a reason each goes through, and is on the trail with it.
     const pinned = await admin.call("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "100",
@@ -158,15 +175,18 @@ describe("the audit trail", () => {
     );
   });
 
-  test("the bearer token is recorded as the token, and may omit the reason", async () => {
+  test("the bearer token is recorded as the token, with its reason", async () => {
     const { base } = await newClient(3);
-    const res = await ctx.adminRequest("PUT", `${base}/status`, { status: "under_review" });
+    const res = await ctx.adminRequest("PUT", `${base}/status`, {
+      status: "under_review",
+      reason: "nightly script",
+    });
     assert.equal(res.statusCode, 200, res.body);
     const entry = (
       await ctx.adminRequest("GET", "/admin/audit?actor=token&action=client.status&page_size=1")
     ).json().items[0];
     assert.deepEqual(entry.actor, { kind: "token", id: null, email: null });
-    assert.equal(entry.reason, null);
+    assert.equal(entry.reason, "nightly script");
     assert.deepEqual(entry.after, { status: "under_review", verified_at: null });
   });
 
@@ -251,7 +271,11 @@ describe("the audit trail", () => {
     try {
       const res = await ctx.adminRequest("PUT", `${base}/status`, { status: "rejected", reason: "x" });
       assert.equal(res.statusCode, 500);
-      const pair = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "7", sell: "6" });
+      const pair = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+        buy: "7",
+        sell: "6",
+        reason: "x",
+      });
       assert.equal(pair.statusCode, 500);
     } finally {
       await sql`DROP TRIGGER test_refuse_audit ON audit_log`.execute(db);

@@ -4,4 +4,10 @@ export { englishCountryName, seedCatalog } from "./catalog-seed.ts";
 export { CatalogService } from "./catalog-service.ts";
 export { findAsset } from "./catalog-store.ts";
 export { AssetChangesBody, AssetSchema, type AssetView } from "./catalog-views.ts";
-export { type PairRow, type PriceFeed, type ResumeHook, SimulatedPriceFeed } from "./price-feed.ts";
+export {
+  type FeedTick,
+  type PairRow,
+  type PriceFeed,
+  type ResumeHook,
+  SimulatedPriceFeed,
+} from "./price-feed.ts";

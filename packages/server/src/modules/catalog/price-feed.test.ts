@@ -82,4 +82,37 @@ describe("simulated price feed", () => {
       rows.filter((p) => p.id !== "BTC-USD").every((p) => p.price_at === "2026-11-22T00:00:00.000000Z"),
     );
   });
+
+  test("the feed's last tick is what it wrote, and when; none for a pair it has not priced", async () => {
+    const database = await openTestDatabase();
+    try {
+      await database.db
+        .updateTable("asset_pairs")
+        .set({ price_pinned: true })
+        .where("id", "=", "ETH-USD")
+        .execute();
+      const clock = new ManualClock(Date.UTC(2026, 10, 23, 8));
+      const feed = new SimulatedPriceFeed(database.db, clock, { seed: 11 });
+      assert.equal(feed.lastTick("BTC-USD"), null);
+      await feed.tick();
+      const row = (await prices(database)).find((p) => p.id === "BTC-USD")!;
+      assert.deepEqual(feed.lastTick("BTC-USD"), {
+        buy: moneyFromPg(row.buy),
+        sell: moneyFromPg(row.sell),
+        atMs: clock.nowMs(),
+      });
+      // Pinned: the feed left it alone, so it has no tick for it.
+      assert.equal(feed.lastTick("ETH-USD"), null);
+      clock.advance(5_000);
+      const resumed = await feed.resume("ETH-USD");
+      assert.ok(resumed !== undefined);
+      assert.deepEqual(feed.lastTick("ETH-USD"), {
+        buy: moneyFromPg(resumed.buy),
+        sell: moneyFromPg(resumed.sell),
+        atMs: clock.nowMs(),
+      });
+    } finally {
+      await database.close();
+    }
+  });
 });

@@ -28,6 +28,18 @@ export interface PriceFeed {
    * updated row; undefined when there is no such pair.
    */
   resume(pairId: string, then?: ResumeHook): Promise<PairRow | undefined>;
+  /**
+   * The feed's last price for the pair, and when it took it (this process's feed; while the
+   * operator pins a pair the feed does not step it). null when the feed has not priced it yet.
+   */
+  lastTick(pairId: string): FeedTick | null;
+}
+
+/** One price the feed took for a pair, at scale 8, and when. */
+export interface FeedTick {
+  buy: bigint;
+  sell: bigint;
+  atMs: number;
 }
 
 /** Runs in the resume's transaction, after the pair is unpinned (the audit trail's entry). */
@@ -61,6 +73,7 @@ export class SimulatedPriceFeed implements PriceFeed {
   readonly #random: () => number;
   readonly #intervalMs: number;
   readonly #walks = new Map<string, Walk>();
+  readonly #ticks = new Map<string, FeedTick>();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> = Promise.resolve();
 
@@ -100,24 +113,34 @@ export class SimulatedPriceFeed implements PriceFeed {
   }
 
   async #resume(pairId: string, then?: ResumeHook): Promise<PairRow | undefined> {
-    return inTransaction(this.#db, async (tx) => {
+    let taken: FeedTick | null = null;
+    const row = await inTransaction(this.#db, async (tx) => {
       const pair = await findPairPrice(tx, pairId);
       if (pair === undefined) return undefined;
-      const row = await resumePairPrice(tx, this.#step(pair), this.#clock.nowMs());
-      if (row !== undefined && then !== undefined) await then(tx, pair, row);
-      return row;
+      const next = this.#step(pair);
+      const atMs = this.#clock.nowMs();
+      const written = await resumePairPrice(tx, next, atMs);
+      if (written !== undefined && then !== undefined) await then(tx, pair, written);
+      taken = { buy: next.buy, sell: next.sell, atMs };
+      return written;
     });
+    // Kept once the transaction has committed.
+    if (row !== undefined && taken !== null) this.#ticks.set(pairId, taken);
+    return row;
   }
 
   /** One step of the walk for every pair not pinned by the operator. */
   async tick(): Promise<void> {
     const pairs = await unpinnedPairPrices(this.#db);
     if (pairs.length === 0) return;
-    await writeFeedPrices(
-      this.#db,
-      pairs.map((p) => this.#step(p)),
-      this.#clock.nowMs(),
-    );
+    const next = pairs.map((p) => this.#step(p));
+    const atMs = this.#clock.nowMs();
+    await writeFeedPrices(this.#db, next, atMs);
+    for (const p of next) this.#ticks.set(p.id, { buy: p.buy, sell: p.sell, atMs });
+  }
+
+  lastTick(pairId: string): FeedTick | null {
+    return this.#ticks.get(pairId) ?? null;
   }
 
   /** One step of the pair's walk: its next buy and sell. */

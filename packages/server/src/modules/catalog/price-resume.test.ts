@@ -31,7 +31,12 @@ const quote = (ctx: TestContext) =>
   });
 
 async function pinAnHourAgo(ctx: TestContext, buy: string, sell: string) {
-  const res = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy, sell, at: anHourAgo(ctx) });
+  const res = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+    buy,
+    sell,
+    at: anHourAgo(ctx),
+    reason: "test set-up",
+  });
   assert.equal(res.statusCode, 200, res.body);
   const stale = await quote(ctx);
   assert.equal(stale.json().code, 4001, "the pinned tick is an hour old");
@@ -155,6 +160,7 @@ describe("price resume with PRICE_FEED=manual", () => {
     const set = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "350000",
       sell: "349000",
+      reason: "test set-up",
     });
     assert.equal(set.statusCode, 200);
     assert.equal((await quote(ctx)).statusCode, 200);

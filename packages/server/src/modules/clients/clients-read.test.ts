@@ -191,7 +191,7 @@ describe("GET /v1/partner/clients", () => {
         const set = await ctx.adminRequest(
           "PUT",
           `/admin/partners/${ctx.partner.id}/clients/client-${k}/status`,
-          { status: k % 2 === 0 ? "rejected" : "under_review" },
+          { status: k % 2 === 0 ? "rejected" : "under_review", reason: "test set-up" },
         );
         assert.equal(set.statusCode, 200, set.body);
       }

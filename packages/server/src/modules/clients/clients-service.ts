@@ -232,7 +232,7 @@ export class ClientsService {
 
   /**
    * Sets the active flag (docs/reference.md §3.2): by the partner itself (`note` null: not an
-   * operator action, so not on the audit trail), or by an operator, whose blocking needs a reason.
+   * operator action, so not on the audit trail), or by an operator, whose change either way (blocking or unblocking) needs a reason.
    * Errors: 2008, reason_required.
    */
   async setActive(
@@ -241,7 +241,7 @@ export class ClientsService {
     active: boolean,
     note: AuditNote | null,
   ): Promise<ClientResult<"invalid_client" | "reason_required">> {
-    if (note !== null && !active && missingReason(note)) return { ok: false, error: "reason_required" };
+    if (note !== null && missingReason(note)) return { ok: false, error: "reason_required" };
     return this.#change(
       partnerId,
       partnerClientId,

@@ -23,7 +23,7 @@ export function page(
     session === null
       ? "<header><strong>Counterpart back office</strong></header>"
       : `<header><strong>Counterpart back office</strong>
-<nav><a href="/console/clients">Clients</a> · <a href="/console/orders">Orders</a> · <a href="/console/ledger">Ledger</a> · <a href="/console/audit">Audit trail</a></nav>
+<nav><a href="/console/clients">Clients</a> · <a href="/console/orders">Orders</a> · <a href="/console/partners">Partners</a> · <a href="/console/catalog">Catalog</a> · <a href="/console/ledger">Ledger</a> · <a href="/console/audit">Audit trail</a></nav>
 <span class="who">${esc(session.operator.email)} (${esc(session.operator.role)})</span>
 <form data-api="/admin/session" data-method="DELETE" data-next="/console/sign-in"><button type="submit">Sign out</button><span role="status"></span></form>
 </header>`;
@@ -149,7 +149,7 @@ export function clientPage(
 <button type="submit">Change status</button><span role="status"></span></form>
 <h2>${c.active ? "Deactivate" : "Activate"}</h2><form data-api="${api}/active" data-method="PUT" data-booleans="active" class="inline card">
 <input type="hidden" name="active" value="${c.active ? "false" : "true"}">
-<label>Reason <input name="reason" ${c.active ? "required " : ""}maxlength="1000" size="50"></label>
+<label>Reason <input name="reason" required maxlength="1000" size="50"></label>
 <button type="submit">${c.active ? "Deactivate" : "Activate"}</button><span role="status"></span></form>`
     : "<p>Your role may read this client but not change it.</p>";
   return page(

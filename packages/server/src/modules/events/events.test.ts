@@ -36,7 +36,11 @@ describe("events", () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cp-events-"));
     ctx = await startTestContext({ env: { DATA_DIR: dataDir } });
     stranger = await ctx.addPartner();
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
   });
   after(async () => {
     await ctx.close();
@@ -108,21 +112,21 @@ describe("events", () => {
     const reactivated = await ctx.adminRequest(
       "PUT",
       `/admin/partners/${ctx.partner.id}/clients/client-1/active`,
-      { active: true },
+      { active: true, reason: "test set-up" },
     );
     assert.equal(reactivated.statusCode, 200, reactivated.body);
     await snap();
     const reviewed = await ctx.adminRequest(
       "PUT",
       `/admin/partners/${ctx.partner.id}/clients/client-1/status`,
-      { status: "under_review" },
+      { status: "under_review", reason: "test set-up" },
     );
     assert.equal(reviewed.statusCode, 200, reviewed.body);
     await snap();
     const verified = await ctx.adminRequest(
       "PUT",
       `/admin/partners/${ctx.partner.id}/clients/client-1/status`,
-      { status: "verified" },
+      { status: "verified", reason: "test set-up" },
     );
     assert.equal(verified.statusCode, 200, verified.body);
     await snap();
@@ -217,6 +221,7 @@ describe("events", () => {
     // The status it already has, and the active flag it already has.
     const same = await ctx.adminRequest("PUT", `/admin/partners/${ctx.partner.id}/clients/client-1/status`, {
       status: "verified",
+      reason: "test set-up",
     });
     assert.equal(same.statusCode, 200);
     const active = await ctx.signed({

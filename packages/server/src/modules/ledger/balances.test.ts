@@ -109,6 +109,7 @@ describe("balances", () => {
     const priced = await ctx.adminRequest("PUT", "/admin/pairs/BTC-USD/price", {
       buy: "100000",
       sell: "90000",
+      reason: "test set-up",
     });
     assert.equal(priced.statusCode, 200, priced.body);
     const quote = await ctx.signed({

@@ -88,7 +88,7 @@ export const PartnerLimitsBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** `PUT /admin/partners/:id/active`; disabling needs a reason. */
+/** `PUT /admin/partners/:id/active`; a reason is required either way (the audit trail). */
 export const PartnerActiveBody = Type.Object(
   { active: Type.Boolean(), reason: ReasonText },
   { additionalProperties: false },

@@ -298,9 +298,9 @@ export class PartnersService {
     return row ? { ok: true, partner: partnerView(row) } : { ok: false, error: "partner_not_found" };
   }
 
-  /** Disabling needs a reason (the audit trail). Errors: partner_not_found, reason_required. */
+  /** Disabling or enabling needs a reason (the audit trail). Errors: partner_not_found, reason_required. */
   async setActive(id: string, active: boolean, note: AuditNote): Promise<PartnerResult> {
-    if (!active && missingReason(note)) return { ok: false, error: "reason_required" };
+    if (missingReason(note)) return { ok: false, error: "reason_required" };
     return this.#update(id, { active }, note, "partner.active");
   }
 

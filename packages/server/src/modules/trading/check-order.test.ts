@@ -53,15 +53,29 @@ describe("order of checks", () => {
     };
     const hoursAgo = new Date(ctx.clock.nowMs() - 2 * 3_600_000).toISOString();
     // BTC-AED: fresh, tradable, 0.0001 to 10.
-    await admin("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await admin("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
     // ETH-AED: not tradable and stale.
     await admin("PUT", "/admin/pairs/ETH-AED", { tradable: false });
-    await admin("PUT", "/admin/pairs/ETH-AED/price", { buy: "12500", sell: "12475", at: hoursAgo });
+    await admin("PUT", "/admin/pairs/ETH-AED/price", {
+      buy: "12500",
+      sell: "12475",
+      at: hoursAgo,
+      reason: "test set-up",
+    });
     // SOL-AED: tradable, stale; minimum 0.01.
-    await admin("PUT", "/admin/pairs/SOL-AED/price", { buy: "662", sell: "660.7", at: hoursAgo });
+    await admin("PUT", "/admin/pairs/SOL-AED/price", {
+      buy: "662",
+      sell: "660.7",
+      at: hoursAgo,
+      reason: "test set-up",
+    });
     // USDT-AED (USDT has 6 decimal places): fresh, not tradable.
     await admin("PUT", "/admin/pairs/USDT-AED", { tradable: false });
-    await admin("PUT", "/admin/pairs/USDT-AED/price", { buy: "3.68", sell: "3.665" });
+    await admin("PUT", "/admin/pairs/USDT-AED/price", { buy: "3.68", sell: "3.665", reason: "test set-up" });
     // USDT-USD: withheld from the partner, and not tradable either.
     await admin("PUT", "/admin/pairs/USDT-USD", { tradable: false });
     await admin("PUT", `/admin/partners/${ctx.partner.id}/pairs/USDT-USD`, { available: false });
@@ -69,7 +83,7 @@ describe("order of checks", () => {
     await admin("PUT", "/admin/pairs/USDT-EUR", { tradable: true });
     // SOL-USD: so cheap that selling 11 yields 0.01 USD, which the fee (rounded up) eats; max 10.
     await admin("PUT", "/admin/pairs/SOL-USD", { max_volume: "10" });
-    await admin("PUT", "/admin/pairs/SOL-USD/price", { buy: "0.001", sell: "0.001" });
+    await admin("PUT", "/admin/pairs/SOL-USD/price", { buy: "0.001", sell: "0.001", reason: "test set-up" });
 
     const q = await quote({});
     assert.equal(q.statusCode, 200, q.body);

@@ -167,3 +167,18 @@ export async function findPartnerFees(db: Db, partnerId: string) {
     .where("id", "=", partnerId)
     .executeTakeFirst();
 }
+
+/** Every pair, by id (an operator has tens, not thousands). */
+export async function listPairRows(db: Db): Promise<PairRow[]> {
+  return db.selectFrom("asset_pairs").selectAll().orderBy("id").execute();
+}
+
+/** The partner's own settings for each pair it has any for, by pair id. */
+export async function listPartnerPairs(db: Db, partnerId: string) {
+  return db
+    .selectFrom("partner_pairs")
+    .selectAll()
+    .where("partner_id", "=", partnerId)
+    .orderBy("pair_id")
+    .execute();
+}

@@ -14,6 +14,8 @@ import {
   findPartnerFees,
   findPartnerPair,
   insertPair,
+  listPairRows,
+  listPartnerPairs,
   pairExists,
   partnerExists,
   pinPairPrice,
@@ -183,6 +185,26 @@ export class TradingAdminService {
       });
       return { ok: true, value: after };
     });
+  }
+
+  /** Every pair with its settings and current prices (the console's catalog page). */
+  async listPairs(): Promise<AdminPairView[]> {
+    return listPairRows(this.#db);
+  }
+
+  /** One pair, or null. */
+  async showPair(id: string): Promise<AdminPairView | null> {
+    return (await findPairRow(this.#db, id)) ?? null;
+  }
+
+  /** The partner's own settings per pair (availability, fee rate), for the pairs it has any for. */
+  async partnerPairs(partnerId: string): Promise<AdminPartnerPairView[]> {
+    return listPartnerPairs(this.#db, partnerId);
+  }
+
+  /** The partner's default fee rate and VAT percentage as stored, or null when no such partner. */
+  async partnerFees(partnerId: string): Promise<AdminPartnerFeesView | null> {
+    return (await findPartnerFees(this.#db, partnerId)) ?? null;
   }
 
   /** The partner's default fee rate (all pairs without their own) and VAT percentage. */

@@ -107,7 +107,7 @@ describe(`trading under concurrency (${onPostgres ? "two API processes on Postgr
    * again and stays far inside the 60 s staleness bound.
    */
   async function fixPrice(): Promise<void> {
-    const res = await api.admin("PUT", `/admin/pairs/${pair}/price`, price);
+    const res = await api.admin("PUT", `/admin/pairs/${pair}/price`, { ...price, reason: "test set-up" });
     assert.equal(res.status, 200, JSON.stringify(res.body));
   }
 

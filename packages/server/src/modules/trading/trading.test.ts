@@ -23,7 +23,11 @@ describe("quotes and execution", () => {
     await fund("client-1", "AED", "100000");
     await fund("client-4", "AED", "1000");
     // Exact, unmoving prices for the arithmetic below.
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
   });
   after(async () => {
     await ctx.close();
@@ -103,7 +107,11 @@ describe("quotes and execution", () => {
     const client = await ownClient(11, "100000");
     const q = (await quote({ partner_client_id: client })).json().result;
     // The price moves after the quote; execution keeps the quoted price.
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "360000", sell: "359000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "360000",
+      sell: "359000",
+      reason: "test set-up",
+    });
     const res = await execute({ token: q.token, partner_client_id: client, partner_order_ref: "buy-1" });
     assert.equal(res.statusCode, 200);
     const o = res.json().result;
@@ -122,7 +130,11 @@ describe("quotes and execution", () => {
     assert.equal(await balance("BTC", client), "0.01000000");
     assert.equal(await balance("AED", client), "96482.50000000");
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
   });
 
   test("execute a sell: debit is the quote asset received, credit the base asset given", async () => {
@@ -265,17 +277,23 @@ describe("quotes and execution", () => {
       buy: "350000",
       sell: "349000",
       at: at(60_000),
+      reason: "test set-up",
     });
     assert.equal((await quote()).statusCode, 200);
     await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "350000",
       sell: "349000",
       at: at(60_001),
+      reason: "test set-up",
     });
     const stale = await quote();
     assert.equal(stale.json().code, 4001);
     assert.equal(stale.json().msg_detail.quote.token, null);
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
     await assertUnchanged();
   });
 
@@ -345,7 +363,11 @@ describe("quotes and execution", () => {
     await assertUnchanged();
     assert.equal((await execute({ token: q3.token })).statusCode, 200);
     // Keep prices fresh for the tests after this one.
-    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", { buy: "350000", sell: "349000" });
+    await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
   });
 
   test("execute: 2008/2009/2010 for the client, and 2020 (409) for a reused reference, before the token", async () => {
