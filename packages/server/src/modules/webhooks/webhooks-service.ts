@@ -204,7 +204,7 @@ export class WebhooksService {
 
   /**
    * Disables (no delivery is made or attempted) or enables an endpoint, with its audit entry (and
-   * the reason) in the same transaction. An operator must give a reason to disable one
+   * the reason) in the same transaction. Every caller (an operator, the bearer token) must give a reason to disable one
    * (docs/decisions.md, "Audit trail"). null: no such endpoint.
    */
   async adminSetEnabled(

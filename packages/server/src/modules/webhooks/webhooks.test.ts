@@ -309,8 +309,8 @@ describe("webhooks", () => {
       list.json().items.map((e: { id: string }) => e.id),
       [ep.id],
     );
-    // An operator must say why: without a reason the disable is a 422 at body.reason, and the
-    // endpoint and the audit trail stay as they were.
+    // Whoever disables it must say why: without a reason the disable is a 422 at body.reason, and
+    // the endpoint and the audit trail stay as they were.
     const admin = await operatorSession("admin");
     const auditCount = async () =>
       Number(
@@ -322,8 +322,15 @@ describe("webhooks", () => {
             .executeTakeFirstOrThrow()
         ).n,
       );
-    for (const body of [{ enabled: false }, { enabled: false, reason: "  " }]) {
-      const refused = await admin.call("PUT", `/admin/webhook-endpoints/${ep.id}/enabled`, body);
+    const url = `/admin/webhook-endpoints/${ep.id}/enabled`;
+    const attempts = [
+      () => admin.call("PUT", url, { enabled: false }),
+      () => admin.call("PUT", url, { enabled: false, reason: "  " }),
+      // The bearer token too (docs/errors.md, "A change without a reason").
+      () => ctx.adminRequest("PUT", url, { enabled: false }),
+    ];
+    for (const attempt of attempts) {
+      const refused = await attempt();
       assert.equal(refused.statusCode, 422, refused.body);
       assert.deepEqual(
         refused.json().msg_detail.map((d: { loc: string[] }) => d.loc),
