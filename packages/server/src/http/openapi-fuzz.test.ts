@@ -445,6 +445,13 @@ describe("fuzzing every operation of the OpenAPI document over HTTP", { timeout:
   }
 
   /** Puts the own clients back: active, funded in every fiat asset. */
+  /** The partner's events of the feed (its clients' and orders'), which GET /events/{id} shows. */
+  async function feedEvents(): Promise<void> {
+    const feed = await call("GET", "/v1/partner/events?limit=50");
+    known.events = (feed.items as { id: string }[]).map((e) => String(e.id));
+    assert.ok(known.events.length > 0, "the setup's clients and orders wrote events");
+  }
+
   /** Four webhook endpoints of the partner, the only ones, whatever the last operation deleted or made. */
   async function freshEndpoints(): Promise<void> {
     const listed = (await call("GET", "/v1/partner/webhook-endpoints")).items as { id: string }[];
@@ -694,6 +701,7 @@ describe("fuzzing every operation of the OpenAPI document over HTTP", { timeout:
     test(`${op.id}: ${op.method} ${op.path}`, async (t) => {
       await restore();
       if (op.path.startsWith("/v1/partner/webhook-endpoints")) await freshEndpoints();
+      if (op.path.startsWith("/v1/partner/events/")) await feedEvents();
       if (usesTokens(op)) for (const c of known.clients) await quoteTokens(c, Math.ceil(runs / 8));
       const drafts = fc.sample(requestArbitrary(op, options(), limits.jsonBodyBytesMax), {
         seed: seed + index,

@@ -102,8 +102,18 @@ describe("the event examples", () => {
       }),
       201,
     );
-    ok(await ctx.adminRequest("PUT", `${clientPath}/status`, { status: "under_review" }));
-    ok(await ctx.adminRequest("PUT", `${clientPath}/active`, { active: false }));
+    ok(
+      await ctx.adminRequest("PUT", `${clientPath}/status`, {
+        status: "under_review",
+        reason: "documents to check again",
+      }),
+    );
+    ok(
+      await ctx.adminRequest("PUT", `${clientPath}/active`, {
+        active: false,
+        reason: "account closed at the client's request",
+      }),
+    );
 
     await feedSettled(ctx.services.database.db);
     const feed = await ctx.signed({ method: "GET", url: "/v1/partner/events?limit=100" });
