@@ -73,6 +73,7 @@ export interface EventPosition {
 }
 
 const idPrefix = "evt_";
+const positionMax = 2n ** 63n - 1n;
 const idPattern = /^evt_[A-Za-z0-9_-]{22}$/;
 
 /** The event's public id: its position, 16 bytes in base64url. Opaque to partners. */
@@ -89,6 +90,9 @@ export function eventPosition(id: string): EventPosition | null {
   const b = Buffer.from(id.slice(idPrefix.length), "base64url");
   if (b.length !== 16) return null;
   const p = { txid: b.readBigUInt64BE(0), seq: b.readBigUInt64BE(8) };
+  // Both are stored as PostgreSQL's bigint (a transaction id never comes near 2^63): beyond it
+  // the text names no event, and must not reach a statement.
+  if (p.txid > positionMax || p.seq > positionMax) return null;
   // Only the canonical spelling (base64url has a few spellings of the last character's bits).
   return eventId(p) === id ? p : null;
 }

@@ -284,6 +284,9 @@ describe("events", () => {
     for (const [query, loc] of [
       ["after=evt_nope", "after"],
       ["after=123", "after"],
+      // A position past PostgreSQL's bigint (the fuzz test's find): refused, never a 500.
+      ["after=evt_aaaaaaablnaaaaaaaaaafg", "after"],
+      [`after=${eventId({ txid: 2n ** 63n, seq: 1n })}`, "after"],
       ["limit=0", "limit"],
       ["limit=101", "limit"],
       ["limit=1.5", "limit"],
@@ -305,6 +308,13 @@ describe("events", () => {
     assert.deepEqual(eventPosition(id), p);
     assert.equal(eventPosition(`${id.slice(0, -1)}${id.at(-1) === "A" ? "B" : "A"}`)?.seq === 42n, false);
     assert.equal(eventPosition("evt_"), null);
+    // Past bigint, what the store keeps, an id names no event.
+    assert.equal(eventPosition(eventId({ txid: 2n ** 63n, seq: 1n })), null);
+    assert.equal(eventPosition(eventId({ txid: 1n, seq: 2n ** 64n - 1n })), null);
+    assert.deepEqual(eventPosition(eventId({ txid: 2n ** 63n - 1n, seq: 1n })), {
+      txid: 2n ** 63n - 1n,
+      seq: 1n,
+    });
     assert.equal(eventPosition(`x${id.slice(1)}`), null);
   });
 
