@@ -137,7 +137,10 @@ async function startArm(
 }
 
 async function setPrice(adminUrl: string): Promise<void> {
-  const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, price);
+  const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, {
+    ...price,
+    reason: "bench set-up",
+  });
   if (res.status !== 200) throw new Error(`price set answered ${res.status}: ${res.body}`);
 }
 
