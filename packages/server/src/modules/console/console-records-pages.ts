@@ -2,6 +2,8 @@
 // by keyset, an order with its postings, the ledger, a client's balances, orders and documents,
 // and the audit trail with its filters. Every value is escaped.
 
+// The filters offer the partner interface's own lists, never a copy.
+import { orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 import type { AuditEntry } from "../audit/index.ts";
 import type { LedgerDifference } from "../ledger/index.ts";
 import type { OperatorView } from "../operators/index.ts";
@@ -16,32 +18,6 @@ import type {
 import { esc, page } from "./console-pages.ts";
 
 type Session = { operator: OperatorView; csrf: string };
-
-export const orderTypeNames = ["deposit", "withdrawal", "buy", "sell"] as const;
-export const orderSourceNames = [
-  "bank",
-  "card",
-  "blockchain",
-  "referral",
-  "bonus",
-  "market",
-  "limit",
-  "fee",
-  "entity_change",
-  "platform_specific",
-] as const;
-export const orderStatusNames = [
-  "new",
-  "open",
-  "pending",
-  "processing",
-  "completed",
-  "expired",
-  "queued_cancel",
-  "canceled",
-  "rejected",
-  "failed",
-] as const;
 
 function select(name: string, label: string, values: readonly string[], chosen: string): string {
   const options = ["", ...values]
@@ -106,9 +82,9 @@ export function ordersPage(
     `<form method="get" action="/console/orders" class="inline" role="search">
 ${input("partner", "Partner id", query.partner, ' size="36"')}
 ${input("client", "Client id (with the partner)", query.client)}
-${select("type", "Type", orderTypeNames, query.type)}
-${select("source", "Source", orderSourceNames, query.source)}
-${select("status", "Status", orderStatusNames, query.status)}
+${select("type", "Type", orderTypes, query.type)}
+${select("source", "Source", orderSources, query.source)}
+${select("status", "Status", orderStatuses, query.status)}
 ${input("from", "Created from", query.from, ' placeholder="2026-11-01T00:00:00Z"')}
 ${input("to", "Created to", query.to, ' placeholder="2026-11-30T23:59:59Z"')}
 <button type="submit">Filter</button></form>

@@ -3,6 +3,7 @@
 // document's file for operators (on the audit trail), and the audit trail with its filters. Reads
 // go through the records and audit services; nothing here speaks SQL.
 
+import { orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { limits } from "../../config/limits.ts";
@@ -18,10 +19,7 @@ import {
   clientRecords,
   ledgerPage,
   orderPage,
-  orderSourceNames,
-  orderStatusNames,
   ordersPage,
-  orderTypeNames,
 } from "./console-records-pages.ts";
 import { html, sessionOf } from "./console-routes.ts";
 
@@ -118,9 +116,9 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
       const session = sessionOf(request);
       if (session === null) return reply.redirect("/console/sign-in", 303);
       const q = request.query;
-      const type = oneOf<OrderType>(orderTypeNames, q.type);
-      const source = oneOf<OrderSource>(orderSourceNames, q.source);
-      const status = oneOf<OrderStatus>(orderStatusNames, q.status);
+      const type = oneOf<OrderType>(orderTypes, q.type);
+      const source = oneOf<OrderSource>(orderSources, q.source);
+      const status = oneOf<OrderStatus>(orderStatuses, q.status);
       const query = {
         partner: (q.partner ?? "").trim(),
         client: (q.client ?? "").trim(),
