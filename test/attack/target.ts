@@ -459,13 +459,17 @@ export async function startTarget(options: TargetOptions = {}): Promise<Target> 
     const b = await newPartner({ name: "Partner B" });
 
     let lastTimestamp = 0;
+    const oneMillisecond = new Int32Array(new SharedArrayBuffer(4));
     function sign(o: SignOptions): SignedRequest {
       const partner = o.partner ?? a;
       // Ed25519 is deterministic: two identical requests signed in one millisecond would be one
-      // signature, and the second a replay. Unless a time is given, each request gets its own.
+      // signature, and the second a replay. Unless a time is given, each request gets its own
+      // millisecond, waited for: a timestamp ahead of the service's clock is refused, and requests
+      // can be sent faster than one per millisecond.
       let ts = o.timestampMs;
       if (ts === undefined) {
-        ts = Math.max(Date.now(), lastTimestamp + 1);
+        while (Date.now() <= lastTimestamp) Atomics.wait(oneMillisecond, 0, 0, 1);
+        ts = Date.now();
         lastTimestamp = ts;
       }
       const timestamp = String(ts);

@@ -16,7 +16,12 @@ import type { HttpMetrics } from "./http/metrics.ts";
 import { registerMultipartParser } from "./http/multipart.ts";
 import { registerOpenApi } from "./http/openapi.ts";
 import "./http/request-context.ts";
-import { authenticate, isPartnerTarget, signatureAuthHook } from "./http/signature-auth.ts";
+import {
+  authenticate,
+  isPartnerTarget,
+  settleCredentialsHook,
+  signatureAuthHook,
+} from "./http/signature-auth.ts";
 import { validatorCompiler } from "./http/validation.ts";
 import {
   adminClientsRoutes,
@@ -199,6 +204,7 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);
   app.decorateRequest("partnerId", null);
+  app.decorateRequest("credentialCheck", null);
   app.setValidatorCompiler(schemas.validatorCompiler(validatorCompiler));
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", async (request, reply) => {
@@ -255,6 +261,8 @@ export function buildPartnerApp(services: Services, options: PartnerAppOptions):
   // Rate limits come after authentication: a request that cannot be verified is a 401, never a
   // draw on anyone's budget.
   app.addHook("preValidation", signatureAuthHook(services.authenticator, services.rateLimiter));
+  // A read authenticated by its own statement answers only once that is settled (db/credential-witness.ts).
+  app.addHook("onSend", settleCredentialsHook(services.rateLimiter));
   addInputChecks(app);
   const add405 = collectRoutesFor405(app);
   // GET /openapi.json and /docs (public); set up before the routes the document describes.

@@ -1,6 +1,15 @@
 // What the HTTP layer learns about a request before the handler runs.
 
 import type { FieldError } from "@counterpart/protocol";
+import type { CredentialCheck, RateClass } from "../modules/partners/index.ts";
+
+/** A read authenticated by the credentials its process kept, not yet by the partner's row. */
+export interface PendingCredentials {
+  check: CredentialCheck;
+  /** The budget the request was taken from (null: rate limits off), to be checked again by the row's. */
+  rateClass: RateClass | null;
+  limit: number | null;
+}
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -10,6 +19,8 @@ declare module "fastify" {
     bodyError: FieldError[] | null;
     /** The authenticated partner of a signed request. */
     partnerId: string | null;
+    /** Set while the request's authentication waits on the partner's row (http/signature-auth.ts). */
+    credentialCheck: PendingCredentials | null;
   }
   interface FastifyContextConfig {
     /** Set on the routes that answer 405: they take no input to check. */
@@ -20,5 +31,13 @@ declare module "fastify" {
      * so a guess learns nothing from the answer.
      */
     unreadableInputIsNotFound?: boolean;
+    /**
+     * Set on signed GET routes whose statement carries the partner's credentials (the hot reads):
+     * a request the process's kept credentials accept is authenticated by that statement instead
+     * of one of its own (db/credential-witness.ts). The route must hand `credentialWitness(request)`
+     * to the statement; when it cannot (an answer before it, a statement that returns no row), the
+     * answer is held until the credentials are read.
+     */
+    witnessesCredentials?: boolean;
   }
 }

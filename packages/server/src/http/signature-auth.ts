@@ -2,12 +2,15 @@
 // not, passes here before routing answers 404/405 and before validation answers 422. The reply to
 // any failure is one fixed 401; the cause goes to the debug log only.
 
+import { type ErrorName, errorBody, errorCatalog } from "@counterpart/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
+import type { CredentialWitness } from "../db/credential-witness.ts";
 import {
   effectiveLimit,
   type PartnerAuthenticator,
   type RateClass,
+  type RateDecision,
   type RateLimiter,
 } from "../modules/partners/index.ts";
 import { announcesBody, readBodyBytes } from "./body-parsing.ts";
@@ -99,7 +102,72 @@ export function signatureAuthHook(authenticator: PartnerAuthenticator, limiter: 
     if (request.rawBody === null && bodylessMethods.has(request.raw.method ?? "") && announcesBody(request)) {
       request.rawBody = await readBodyBytes(request, request.raw, limits.jsonBodyBytesMax);
     }
-    return authenticate(authenticator, request, reply, limiter);
+    const provisional =
+      request.raw.method === "GET" && request.routeOptions.config?.witnessesCredentials === true;
+    return authenticate(authenticator, request, reply, limiter, provisional);
+  };
+}
+
+/** What a witnessing route hands its statement: the request's pending check, if it has one. */
+export function credentialWitness(request: FastifyRequest): CredentialWitness | undefined {
+  return request.credentialCheck?.check;
+}
+
+const rateLimitFields = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"];
+
+/** Replaces the answer about to leave by one of the contract's errors; its body to send. */
+function answerInstead(reply: FastifyReply, name: ErrorName): string {
+  for (const field of rateLimitFields) reply.removeHeader(field);
+  reply.code(errorCatalog[name].status).type("application/json; charset=utf-8");
+  return JSON.stringify(errorBody(name));
+}
+
+function setRateLimitFields(reply: FastifyReply, decision: RateDecision): void {
+  reply.header("RateLimit-Limit", decision.limit);
+  reply.header("RateLimit-Remaining", decision.remaining);
+  reply.header("RateLimit-Reset", decision.resetSeconds);
+}
+
+/**
+ * The onSend hook that settles a provisional read before its answer leaves: by the credentials
+ * its statement carried, or by reading them now. Refused by the row: the fixed 401 instead of the
+ * answer. Accepted by a row whose budget for the request's class is not the one the request was
+ * taken from (the operator changed it since this process read it): taken from the row's budget,
+ * whose RateLimit fields, or 429, the answer then carries. A read cannot be undone, but its answer
+ * can be withheld: nothing a request under a retired key, a disabled partner or a changed
+ * allow-list asks for leaves the process.
+ */
+export function settleCredentialsHook(limiter: RateLimiter | null) {
+  return async function settleCredentials(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+  ): Promise<unknown> {
+    const pending = request.credentialCheck;
+    if (pending === null) return payload;
+    request.credentialCheck = null;
+    const settled = await pending.check.settle();
+    if (!settled.ok) {
+      request.log.debug({ authFailure: settled.cause }, "signed request refused");
+      return answerInstead(reply, "unauthorized");
+    }
+    if (limiter === null || pending.rateClass === null) return payload;
+    const limit = effectiveLimit(settled.rateLimits, pending.rateClass);
+    if (limit === pending.limit) return payload;
+    const decision = await limiter.take(settled.partnerId, pending.rateClass, limit);
+    if (decision === null) {
+      for (const field of rateLimitFields) reply.removeHeader(field);
+      return payload;
+    }
+    if (decision.allowed) {
+      setRateLimitFields(reply, decision);
+      return payload;
+    }
+    request.log.debug({ rateClass: pending.rateClass, partnerId: settled.partnerId }, "rate limit reached");
+    const body = answerInstead(reply, "too_many_requests");
+    setRateLimitFields(reply, decision);
+    reply.header("Retry-After", decision.retryAfterSeconds);
+    return body;
   };
 }
 
@@ -122,9 +190,10 @@ export async function authenticate(
   request: FastifyRequest,
   reply: FastifyReply,
   limiter: RateLimiter | null,
+  provisional = false,
 ): Promise<FastifyReply | undefined> {
-  {
-    const result = await authenticator.authenticate({
+  const result = await authenticator.authenticate(
+    {
       partnerId: header(request, "x-partner-id"),
       timestamp: header(request, "x-timestamp"),
       signature: header(request, "x-signature"),
@@ -133,24 +202,43 @@ export async function authenticate(
       routed: routedAsSent(request),
       body: request.rawBody ?? undefined,
       clientIp: request.ip,
-    });
-    if (!result.ok) {
-      request.log.debug({ authFailure: result.cause }, "signed request refused");
-      await sendError(reply, "unauthorized");
-      return reply;
-    }
-    request.partnerId = result.partnerId;
-    if (limiter === null) return undefined;
-    const cls = rateClassOf(request.raw.method ?? "", request.raw.url ?? "");
-    const decision = await limiter.take(result.partnerId, cls, effectiveLimit(result.rateLimits, cls));
-    if (decision === null) return undefined;
-    reply.header("RateLimit-Limit", decision.limit);
-    reply.header("RateLimit-Remaining", decision.remaining);
-    reply.header("RateLimit-Reset", decision.resetSeconds);
-    if (decision.allowed) return undefined;
-    request.log.debug({ rateClass: cls, partnerId: result.partnerId }, "rate limit reached");
-    reply.header("Retry-After", decision.retryAfterSeconds);
-    await sendError(reply, "too_many_requests");
-    return reply;
+    },
+    { provisional },
+  );
+  if (!result.ok) return refuse(request, reply, result.cause);
+  request.partnerId = result.partnerId;
+  let pending = result.pending ?? null;
+  if (limiter === null) {
+    request.credentialCheck = pending === null ? null : { check: pending, rateClass: null, limit: null };
+    return undefined;
   }
+  const cls = rateClassOf(request.raw.method ?? "", request.raw.url ?? "");
+  let limit = effectiveLimit(result.rateLimits, cls);
+  let decision = await limiter.take(result.partnerId, cls, limit);
+  if (decision !== null && !decision.allowed && pending !== null) {
+    // Over the budget this process kept: the row settles the request first, and its budget, which
+    // the operator may have raised, decides.
+    const settled = await pending.settle();
+    pending = null;
+    if (!settled.ok) return refuse(request, reply, settled.cause);
+    const now = effectiveLimit(settled.rateLimits, cls);
+    if (now !== limit) {
+      limit = now;
+      decision = await limiter.take(result.partnerId, cls, limit);
+    }
+  }
+  request.credentialCheck = pending === null ? null : { check: pending, rateClass: cls, limit };
+  if (decision === null) return undefined;
+  setRateLimitFields(reply, decision);
+  if (decision.allowed) return undefined;
+  request.log.debug({ rateClass: cls, partnerId: result.partnerId }, "rate limit reached");
+  reply.header("Retry-After", decision.retryAfterSeconds);
+  await sendError(reply, "too_many_requests");
+  return reply;
+}
+
+async function refuse(request: FastifyRequest, reply: FastifyReply, cause: string): Promise<FastifyReply> {
+  request.log.debug({ authFailure: cause }, "signed request refused");
+  await sendError(reply, "unauthorized");
+  return reply;
 }

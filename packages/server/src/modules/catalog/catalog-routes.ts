@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { credentialWitness } from "../../http/signature-auth.ts";
 import type { CatalogService } from "./catalog-service.ts";
 import { AssetPairSchema, AssetSchema, CountrySchema } from "./catalog-views.ts";
 
@@ -78,6 +79,7 @@ export function catalogRoutes(app: FastifyInstance, catalog: CatalogService): vo
   app.get(
     "/v1/partner/asset-pairs",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["asset-pairs"],
         operationId: "listAssetPairs",
@@ -85,12 +87,13 @@ export function catalogRoutes(app: FastifyInstance, catalog: CatalogService): vo
         response: { 200: Type.Object({ items: Type.Array(AssetPairSchema) }) },
       },
     },
-    async (request) => ({ items: await catalog.listPairs(request.partnerId!) }),
+    async (request) => ({ items: await catalog.listPairs(request.partnerId!, credentialWitness(request)) }),
   );
 
   app.get<{ Params: { asset_pair_id: string } }>(
     "/v1/partner/asset-pairs/:asset_pair_id",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["asset-pairs"],
         operationId: "getAssetPair",
@@ -101,7 +104,11 @@ export function catalogRoutes(app: FastifyInstance, catalog: CatalogService): vo
       },
     },
     async (request) => {
-      const pair = await catalog.getPair(request.partnerId!, request.params.asset_pair_id);
+      const pair = await catalog.getPair(
+        request.partnerId!,
+        request.params.asset_pair_id,
+        credentialWitness(request),
+      );
       if (pair === null) throw new HttpError("not_found");
       return { result: pair };
     },

@@ -1,5 +1,6 @@
 // Read use cases on the catalog, in wire shape.
 
+import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import * as store from "./catalog-store.ts";
 import { assetView, type CountryView, pairView } from "./catalog-views.ts";
@@ -29,12 +30,13 @@ export class CatalogService {
     return c?.supported ? { id: c.id, name: c.name } : null;
   }
 
-  async listPairs(partnerId: string) {
-    return (await store.listPairsForPartner(this.#db, partnerId)).map(pairView);
+  /** One statement, which also carries the partner's credentials when given a witness. */
+  async listPairs(partnerId: string, witness?: CredentialWitness) {
+    return (await store.listPairsForPartner(this.#db, partnerId, witness)).map(pairView);
   }
 
-  async getPair(partnerId: string, id: string) {
-    const p = await store.findPairForPartner(this.#db, partnerId, id);
+  async getPair(partnerId: string, id: string, witness?: CredentialWitness) {
+    const p = await store.findPairForPartner(this.#db, partnerId, id, witness);
     return p ? pairView(p) : null;
   }
 }

@@ -1,6 +1,7 @@
 // Queries on the catalog: countries, assets, asset pairs and their per-partner availability.
 
 import type { Insertable } from "kysely";
+import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { AssetPairsTable, AssetsTable, CountriesTable } from "../../db/schema.ts";
@@ -65,12 +66,26 @@ function pairsForPartner(db: Q, partnerId: string) {
     .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]));
 }
 
-export async function listPairsForPartner(db: Q, partnerId: string) {
-  return pairsForPartner(db, partnerId).orderBy("p.id").execute();
+/** With a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
+export async function listPairsForPartner(db: Q, partnerId: string, witness?: CredentialWitness) {
+  const q = pairsForPartner(db, partnerId).orderBy("p.id");
+  if (witness === undefined) return q.execute();
+  const rows = await q.select(witness.column.as(witnessColumn)).execute();
+  if (rows[0] !== undefined) witness.observe(rows[0][witnessColumn]);
+  return rows;
 }
 
-export async function findPairForPartner(db: Q, partnerId: string, pairId: string) {
-  return pairsForPartner(db, partnerId).where("p.id", "=", pairId).executeTakeFirst();
+export async function findPairForPartner(
+  db: Q,
+  partnerId: string,
+  pairId: string,
+  witness?: CredentialWitness,
+) {
+  const q = pairsForPartner(db, partnerId).where("p.id", "=", pairId);
+  if (witness === undefined) return q.executeTakeFirst();
+  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
+  if (row !== undefined) witness.observe(row[witnessColumn]);
+  return row;
 }
 
 /** Inserts catalog rows in one transaction; a row whose id is already there is left as it is. */

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { credentialWitness } from "../../http/signature-auth.ts";
 import { BalanceSchema } from "./balance-views.ts";
 import type { BalancesService } from "./balances-service.ts";
 
@@ -13,6 +14,7 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
   app.get<{ Querystring: { partner_client_id: string } }>(
     "/v1/partner/balances",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["balances"],
         operationId: "listBalances",
@@ -26,7 +28,11 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
       },
     },
     async (request) => {
-      const result = await balances.list(request.partnerId!, request.query.partner_client_id);
+      const result = await balances.list(
+        request.partnerId!,
+        request.query.partner_client_id,
+        credentialWitness(request),
+      );
       if (!result.ok) throw new HttpError(result.error);
       return { items: result.items };
     },
@@ -35,6 +41,7 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
   app.get<{ Querystring: { partner_client_id: string }; Params: { asset_id: string } }>(
     "/v1/partner/balances/:asset_id",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["balances"],
         operationId: "getBalance",
@@ -52,6 +59,7 @@ export function balancesRoutes(app: FastifyInstance, balances: BalancesService):
         request.partnerId!,
         request.query.partner_client_id,
         request.params.asset_id,
+        credentialWitness(request),
       );
       if (!result.ok) throw new HttpError(result.error);
       return { result: result.balance };

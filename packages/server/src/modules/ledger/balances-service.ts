@@ -3,6 +3,7 @@
 // rate (docs/decisions.md "Trading").
 
 import { formatDecimal, mul } from "@counterpart/protocol";
+import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { BalanceView } from "./balance-views.ts";
 import { type BalanceSheetLine, balanceSheet } from "./ledger-store.ts";
@@ -18,16 +19,28 @@ export class BalancesService {
     this.#db = db;
   }
 
-  /** Errors: invalid_client (2008). One statement (balanceSheet). */
-  async list(partnerId: string, partnerClientId: string): Promise<BalancesResult> {
-    const sheet = await balanceSheet(this.#db, partnerId, partnerClientId, null);
+  /**
+   * Errors: invalid_client (2008). One statement (balanceSheet), which also carries the partner's
+   * credentials when given a witness (db/credential-witness.ts).
+   */
+  async list(
+    partnerId: string,
+    partnerClientId: string,
+    witness?: CredentialWitness,
+  ): Promise<BalancesResult> {
+    const sheet = await balanceSheet(this.#db, partnerId, partnerClientId, null, witness);
     if (sheet === undefined) return { ok: false, error: "invalid_client" };
     return { ok: true, items: sheet.lines.map(view) };
   }
 
   /** Errors: invalid_client (2008), then invalid_asset (2012) for an asset not in the catalog. */
-  async get(partnerId: string, partnerClientId: string, assetId: string): Promise<BalanceResult> {
-    const sheet = await balanceSheet(this.#db, partnerId, partnerClientId, assetId);
+  async get(
+    partnerId: string,
+    partnerClientId: string,
+    assetId: string,
+    witness?: CredentialWitness,
+  ): Promise<BalanceResult> {
+    const sheet = await balanceSheet(this.#db, partnerId, partnerClientId, assetId, witness);
     if (sheet === undefined) return { ok: false, error: "invalid_client" };
     const line = sheet.lines[0];
     if (line === undefined) return { ok: false, error: "invalid_asset" };

@@ -3,6 +3,7 @@
 // change with single guarded statements, never read-modify-write in application memory.
 
 import { type RawBuilder, sql } from "kysely";
+import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -68,6 +69,7 @@ export async function balanceSheet(
   partnerId: string,
   partnerClientId: string,
   assetId: string | null,
+  witness?: CredentialWitness,
 ): Promise<{ clientId: number; lines: BalanceSheetLine[] } | undefined> {
   const { rows } = await sql<{
     client_id: number;
@@ -75,10 +77,12 @@ export async function balanceSheet(
     balance: string | null;
     held: string | null;
     usd_rate: string | null;
+    [witnessColumn]?: unknown;
   }>`
     WITH c AS (SELECT id FROM clients WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId})
     SELECT c.id AS client_id, a.id AS asset_id, acc.balance, acc.held,
            CASE WHEN a.id = 'USD' THEN 1::numeric ELSE coalesce(p.sell, a.usd_rate) END AS usd_rate
+           ${witness === undefined ? sql`` : sql`, ${witness.column} AS ${sql.ref(witnessColumn)}`}
       FROM c
       LEFT JOIN assets a ON (${assetId}::text IS NULL OR a.id = ${assetId}::text)
       LEFT JOIN accounts acc ON acc.kind = 'client' AND acc.client_id = c.id AND acc.asset_id = a.id
@@ -86,6 +90,7 @@ export async function balanceSheet(
      ORDER BY a.type DESC, a.id`.execute(db);
   const first = rows[0];
   if (first === undefined) return undefined;
+  witness?.observe(first[witnessColumn]);
   const lines: BalanceSheetLine[] = [];
   for (const r of rows) {
     if (r.asset_id === null) continue;

@@ -6,6 +6,7 @@ import { limits } from "../../config/limits.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { DatetimeQuery, datetimeParam, PageQuery } from "../../http/query-schemas.ts";
+import { credentialWitness } from "../../http/signature-auth.ts";
 import { literalUnion } from "../../platform/wire-schemas.ts";
 import { OrderPageSchema, OrderSchema, orderSources, orderStatuses } from "./order-views.ts";
 import type { OrdersService } from "./orders-service.ts";
@@ -25,6 +26,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
   app.get<{ Params: { order_id: string } }>(
     "/v1/partner/orders/:order_id",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["orders"],
         operationId: "getOrder",
@@ -38,7 +40,10 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
       // Any id that is not a positive integer names no order: 404, like an absent one.
       const raw = request.params.order_id;
       const id = /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null;
-      const order = id !== null && Number.isSafeInteger(id) ? await orders.get(request.partnerId!, id) : null;
+      const order =
+        id !== null && Number.isSafeInteger(id)
+          ? await orders.get(request.partnerId!, id, credentialWitness(request))
+          : null;
       if (order === null) throw new HttpError("not_found");
       return { result: order };
     },
@@ -47,6 +52,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
   app.get<{ Params: { partner_order_ref: string } }>(
     "/v1/partner/orders/ref/:partner_order_ref",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["orders"],
         operationId: "getOrderByRef",
@@ -57,7 +63,11 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
       },
     },
     async (request) => {
-      const order = await orders.getByRef(request.partnerId!, request.params.partner_order_ref);
+      const order = await orders.getByRef(
+        request.partnerId!,
+        request.params.partner_order_ref,
+        credentialWitness(request),
+      );
       if (order === null) throw new HttpError("not_found");
       return { result: order };
     },
@@ -66,6 +76,7 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
   app.get<{ Querystring: ListQueryType }>(
     "/v1/partner/orders",
     {
+      config: { witnessesCredentials: true },
       schema: {
         tags: ["orders"],
         operationId: "listOrders",
@@ -82,15 +93,19 @@ export function ordersRoutes(app: FastifyInstance, orders: OrdersService): void 
     },
     async (request) => {
       const q = request.query;
-      const result = await orders.list(request.partnerId!, {
-        partnerClientId: q.partner_client_id ?? null,
-        sources: q.source ?? [],
-        statuses: q.status ?? [],
-        from: datetimeParam("from_datetime", q.from_datetime),
-        to: datetimeParam("to_datetime", q.to_datetime),
-        page: q.page ?? 1,
-        pageSize: q.page_size ?? limits.pageSizeDefault,
-      });
+      const result = await orders.list(
+        request.partnerId!,
+        {
+          partnerClientId: q.partner_client_id ?? null,
+          sources: q.source ?? [],
+          statuses: q.status ?? [],
+          from: datetimeParam("from_datetime", q.from_datetime),
+          to: datetimeParam("to_datetime", q.to_datetime),
+          page: q.page ?? 1,
+          pageSize: q.page_size ?? limits.pageSizeDefault,
+        },
+        credentialWitness(request),
+      );
       if (!result.ok) throw new HttpError(result.error);
       const { ok: _ok, ...body } = result;
       return body;

@@ -1,6 +1,7 @@
 // Order look-ups for partners (docs/reference.md §4.5): by id, by the partner's reference, and a filtered,
 // paginated list, newest first.
 
+import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -27,14 +28,14 @@ export class OrdersService {
   }
 
   /** null when absent or another partner's (404). */
-  async get(partnerId: string, id: number): Promise<OrderView | null> {
-    const row = await findOrder(this.#db, partnerId, id);
+  async get(partnerId: string, id: number, witness?: CredentialWitness): Promise<OrderView | null> {
+    const row = await findOrder(this.#db, partnerId, id, witness);
     return row ? orderView(row) : null;
   }
 
   /** null when no order of the partner has this reference (404). */
-  async getByRef(partnerId: string, ref: string): Promise<OrderView | null> {
-    const row = await findOrderByRef(this.#db, partnerId, ref);
+  async getByRef(partnerId: string, ref: string, witness?: CredentialWitness): Promise<OrderView | null> {
+    const row = await findOrderByRef(this.#db, partnerId, ref, witness);
     return row ? orderView(row) : null;
   }
 
@@ -52,7 +53,7 @@ export class OrdersService {
   }
 
   /** Errors: invalid_client (2008) for a partner_client_id filter that is not the partner's. */
-  async list(partnerId: string, q: OrderListQuery): Promise<OrderListResult> {
+  async list(partnerId: string, q: OrderListQuery, witness?: CredentialWitness): Promise<OrderListResult> {
     let clientId: number | null = null;
     if (q.partnerClientId !== null) {
       const client = await lookUpClient(this.#db, partnerId, q.partnerClientId);
@@ -65,6 +66,7 @@ export class OrdersService {
       { clientId, sources: q.sources, statuses: q.statuses, from: q.from, to: q.to },
       q.page,
       q.pageSize,
+      witness,
     );
     return { ok: true, items: rows.map(orderView), total, page: q.page, page_size: q.pageSize };
   }

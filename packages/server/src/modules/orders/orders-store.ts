@@ -1,6 +1,7 @@
 // Queries on orders. Each takes a db or a transaction.
 
 import type { Insertable } from "kysely";
+import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -31,15 +32,31 @@ export async function refTaken(db: Q, partnerId: string, ref: string): Promise<b
   return row !== undefined;
 }
 
-export async function findOrder(db: Q, partnerId: string, id: number): Promise<OrderRow | undefined> {
-  return withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id).executeTakeFirst();
+/** With a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
+export async function findOrder(
+  db: Q,
+  partnerId: string,
+  id: number,
+  witness?: CredentialWitness,
+): Promise<OrderRow | undefined> {
+  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id);
+  if (witness === undefined) return q.executeTakeFirst();
+  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
+  if (row !== undefined) witness.observe(row[witnessColumn]);
+  return row;
 }
 
-export async function findOrderByRef(db: Q, partnerId: string, ref: string): Promise<OrderRow | undefined> {
-  return withClient(db)
-    .where("o.partner_id", "=", partnerId)
-    .where("o.partner_order_ref", "=", ref)
-    .executeTakeFirst();
+export async function findOrderByRef(
+  db: Q,
+  partnerId: string,
+  ref: string,
+  witness?: CredentialWitness,
+): Promise<OrderRow | undefined> {
+  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.partner_order_ref", "=", ref);
+  if (witness === undefined) return q.executeTakeFirst();
+  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
+  if (row !== undefined) witness.observe(row[witnessColumn]);
+  return row;
 }
 
 /** The partner's orders among `ids` (the events feed renders its order events with them). */
@@ -60,12 +77,14 @@ export interface OrderFilter {
   to: string | null;
 }
 
+/** With a witness, the count's statement (one row, always) also carries the partner's credentials. */
 export async function listOrders(
   db: Q,
   partnerId: string,
   filter: OrderFilter,
   page: number,
   pageSize: number,
+  witness?: CredentialWitness,
 ): Promise<{ rows: OrderRow[]; total: number }> {
   let q = db.selectFrom("orders as o").where("o.partner_id", "=", partnerId);
   if (filter.clientId !== null) q = q.where("o.client_id", "=", filter.clientId);
@@ -73,8 +92,17 @@ export async function listOrders(
   if (filter.statuses.length > 0) q = q.where("o.status", "in", filter.statuses);
   if (filter.from !== null) q = q.where("o.created_at", ">=", filter.from);
   if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
+  const counted = q.select((eb) => eb.fn.countAll<number>().as("n"));
   const [count, rows] = await Promise.all([
-    q.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),
+    witness === undefined
+      ? counted.executeTakeFirstOrThrow()
+      : counted
+          .select(witness.column.as(witnessColumn))
+          .executeTakeFirstOrThrow()
+          .then((row) => {
+            witness.observe(row[witnessColumn]);
+            return row;
+          }),
     q
       .innerJoin("clients as c", "c.id", "o.client_id")
       .selectAll("o")

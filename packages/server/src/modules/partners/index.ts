@@ -1,6 +1,7 @@
 export {
   type AuthFailureCause,
   type AuthResult,
+  CredentialCheck,
   normaliseIp,
   PartnerAuthenticator,
   parseRange,

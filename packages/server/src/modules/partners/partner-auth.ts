@@ -18,13 +18,20 @@ import {
   verifySignature,
 } from "@counterpart/protocol";
 import ipaddr from "ipaddr.js";
+import type { RawBuilder } from "kysely";
 import { limits } from "../../config/limits.ts";
+import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type SharedState, unavailable } from "../../platform/redis.ts";
 import { isUuid } from "../../platform/uuid.ts";
-import { type PartnerCredentials, readCredentials } from "./partners-store.ts";
+import {
+  credentialsColumn,
+  credentialsFromJson,
+  type PartnerCredentials,
+  readCredentials,
+} from "./partners-store.ts";
 import type { RateLimitOverrides } from "./rate-limits.ts";
 
 export type AuthFailureCause =
@@ -45,8 +52,52 @@ export type AuthFailureCause =
   | "partner_changing";
 
 export type AuthResult =
-  | { ok: true; partnerId: string; rateLimits: RateLimitOverrides }
+  | {
+      ok: true;
+      partnerId: string;
+      rateLimits: RateLimitOverrides;
+      /**
+       * Set when the request was accepted by the credentials this process kept, without reading
+       * them (`provisional`): it is authenticated only once this check settles.
+       */
+      pending?: CredentialCheck;
+    }
   | { ok: false; cause: AuthFailureCause };
+
+/**
+ * A read accepted by the credentials its process kept, still to be confirmed by the partner's row
+ * (db/credential-witness.ts): by the row as a statement of the request itself saw it, or else by a
+ * statement of its own when the request settles. Until it settles, nothing may be answered but a
+ * 401.
+ */
+export class CredentialCheck implements CredentialWitness {
+  readonly column: RawBuilder<unknown>;
+  readonly #confirm: (seen: PartnerCredentials | undefined) => AuthResult;
+  readonly #read: () => Promise<PartnerCredentials | undefined>;
+  #result: AuthResult | null = null;
+
+  constructor(
+    column: RawBuilder<unknown>,
+    confirm: (seen: PartnerCredentials | undefined) => AuthResult,
+    read: () => Promise<PartnerCredentials | undefined>,
+  ) {
+    this.column = column;
+    this.#confirm = confirm;
+    this.#read = read;
+  }
+
+  observe(value: unknown): void {
+    const result = this.#confirm(credentialsFromJson(value));
+    // A refusal seen by any statement of the request stands.
+    if (this.#result === null || this.#result.ok) this.#result = result;
+  }
+
+  /** The request's authentication: as its own statement saw the row, or as the row is now. */
+  async settle(): Promise<AuthResult> {
+    if (this.#result === null) this.#result = this.#confirm(await this.#read());
+    return this.#result;
+  }
+}
 
 export interface SignedRequest {
   /** Header values as received; an array means the header was sent more than once. */
@@ -95,7 +146,13 @@ export class PartnerAuthenticator {
     this.#standInKey = standIn.key;
   }
 
-  async authenticate(req: SignedRequest): Promise<AuthResult> {
+  /**
+   * Judges a signed request. With `provisional` (a read whose route carries the credentials in its
+   * own statement), a request the credentials this process kept accept is not read again here: it
+   * comes back with `pending`, which the route's statement or the answer settles. A request they
+   * refuse is judged by the row, as every other.
+   */
+  async authenticate(req: SignedRequest, options: { provisional?: boolean } = {}): Promise<AuthResult> {
     const { partnerId, timestamp, signature } = req;
     if (partnerId === undefined || timestamp === undefined || signature === undefined) {
       return fail("missing_header");
@@ -119,7 +176,8 @@ export class PartnerAuthenticator {
     const expiresAtIso = stateChanging.has(req.method) ? isoFromMs(expiresAtMs) : null;
 
     // Every request reads the partner's row and active keys, so that a disable, a key added or
-    // retired, or a new allow-list takes effect at once in every process. A state-changing request
+    // retired, or a new allow-list takes effect at once in every process: in a statement of its
+    // own, or, for a provisional read, in the read's own statement (CredentialCheck). A state-changing request
     // also records its signature in that same statement (in Redis instead, when REDIS_URL is set
     // and Redis answers); for that the signature is judged first,
     // by the credentials this process last read, and the statement records it only if the row
@@ -131,10 +189,30 @@ export class PartnerAuthenticator {
       this.#remember(id, partner);
       current = true;
     }
+    let early: AuthResult | undefined;
+    if (!current && expiresAtIso === null && options.provisional === true) {
+      early = this.#judge(partner, canonical, sigBytes, req.clientIp);
+      if (early.ok) {
+        const judgedBy = partner;
+        const accepted = early;
+        const pending = new CredentialCheck(
+          credentialsColumn(id),
+          (seen) => {
+            this.#remember(id, seen);
+            if (seen !== undefined && sameCredentials(seen, judgedBy)) return withLimits(accepted, seen);
+            return this.#judge(seen, canonical, sigBytes, req.clientIp);
+          },
+          async () => (await readCredentials(this.#db, id)).partner,
+        );
+        return { ...accepted, pending };
+      }
+      // Refused by what this process kept: judged again by the row, below, with this judgement.
+    }
     for (let round = 0; round < 3; round++) {
       // Verified even when the partner is unknown (against a stand-in key): an unknown partner
       // costs one statement and three verifications, as a refused known one does.
-      const judged = this.#judge(partner, canonical, sigBytes, req.clientIp);
+      const judged =
+        round === 0 && early !== undefined ? early : this.#judge(partner, canonical, sigBytes, req.clientIp);
       if (current && (!judged.ok || expiresAtIso === null)) return judged;
       const inDatabase = expiresAtIso !== null && this.#recordInDatabase();
       const record =

@@ -1,7 +1,7 @@
 // Queries on partners and on the replay guard of their signatures. Each takes a db or a
 // transaction.
 
-import { sql } from "kysely";
+import { type RawBuilder, sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
 import type { Tx } from "../../db/transaction.ts";
 
@@ -159,6 +159,51 @@ const credentialColumns = sql`p.id, p.allowed_ips, p.active,
   WHERE k.partner_id = p.id AND k.retired_at IS NULL
   ORDER BY k.created_at DESC, k.id DESC
 ) AS public_keys`;
+
+/**
+ * The partner's credentials as one JSON text (null when there is no such partner), for a read's
+ * own statement to carry (db/credential-witness.ts). An uncorrelated subquery: PostgreSQL runs it
+ * once per statement, in the statement's snapshot. Text rather than json, so that a statement of
+ * many rows costs one JSON.parse (credentialsFromJson), not one per row.
+ */
+export function credentialsColumn(id: string): RawBuilder<unknown> {
+  return sql`(SELECT to_jsonb(c)::text FROM (SELECT ${credentialColumns} FROM partners p WHERE p.id = ${id}) c)`;
+}
+
+/** Credentials as credentialsColumn gives them; undefined for null or a value of another shape. */
+export function credentialsFromJson(value: unknown): PartnerCredentials | undefined {
+  if (typeof value === "string") {
+    try {
+      return credentialsFromJson(JSON.parse(value));
+    } catch {
+      return undefined;
+    }
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  const strings = (x: unknown): x is string[] => Array.isArray(x) && x.every((e) => typeof e === "string");
+  const budget = (x: unknown): x is number | null => x === null || typeof x === "number";
+  if (
+    typeof v.id !== "string" ||
+    typeof v.active !== "boolean" ||
+    !strings(v.public_keys) ||
+    !strings(v.allowed_ips) ||
+    !budget(v.rate_limit_reads) ||
+    !budget(v.rate_limit_writes) ||
+    !budget(v.rate_limit_quotes)
+  ) {
+    return undefined;
+  }
+  return {
+    id: v.id,
+    active: v.active,
+    public_keys: v.public_keys,
+    allowed_ips: v.allowed_ips,
+    rate_limit_reads: v.rate_limit_reads,
+    rate_limit_writes: v.rate_limit_writes,
+    rate_limit_quotes: v.rate_limit_quotes,
+  };
+}
 
 /**
  * Reads a partner's credentials and, with `record`, records an accepted signature in the same

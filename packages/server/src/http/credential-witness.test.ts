@@ -1,0 +1,260 @@
+// Reads authenticated by their own statement (db/credential-witness.ts, docs/decisions.md
+// "Authentication in the read's statement"): a hot read that the credentials its process kept
+// accept sends one statement, which carries the partner's row; a key retired, a partner disabled
+// or an allow-list changed is still refused at once in every process, whatever the answer the read
+// would have had (200, 404, 422, 429), and a budget the operator changed applies to the next read.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import type { FastifyInstance } from "fastify";
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from "kysely";
+import { buildPartnerApp } from "../app.ts";
+import type { DatabaseHandle } from "../db/database.ts";
+import { defaultRateLimits } from "../modules/partners/index.ts";
+import { systemRandom } from "../platform/random.ts";
+import { buildServices } from "../services.ts";
+import { insertClient } from "../testing/fixtures.ts";
+import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
+
+/** Counts the statements sent through a Kysely instance. */
+class StatementCounter implements KyselyPlugin {
+  count = 0;
+  transformQuery(args: PluginTransformQueryArgs) {
+    this.count++;
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs) {
+    return args.result;
+  }
+}
+
+describe("reads authenticated by their own statement", () => {
+  let ctx: TestContext;
+  /** A second process of the service on the same database, whose statements are counted. */
+  let second: FastifyInstance;
+  const statements = new StatementCounter();
+
+  before(async () => {
+    ctx = await startTestContext();
+    const shared = ctx.services.database;
+    const counted: DatabaseHandle = {
+      db: shared.db.withPlugin(statements),
+      kind: shared.kind,
+      withScriptSession: (work) => shared.withScriptSession(work),
+      tryAdvisoryLock: (key) => shared.tryAdvisoryLock(key),
+      close: async () => {},
+    };
+    const services = buildServices({
+      config: ctx.config,
+      database: counted,
+      clock: ctx.clock,
+      random: systemRandom,
+    });
+    second = buildPartnerApp(services, { logger: false });
+    await second.ready();
+  });
+  after(async () => {
+    await second.close();
+    await ctx.close();
+  });
+
+  /** A signed GET on `app` by `partner`, a millisecond after the previous request. */
+  function get(app: FastifyInstance, partner: TestPartner, url: string, key = partner.privateKeyPem) {
+    ctx.clock.advance(1);
+    const headers = signRequest({
+      partnerId: partner.id,
+      privateKey: key,
+      method: "GET",
+      target: url,
+      body: "",
+      nowMs: ctx.clock.nowMs(),
+    });
+    return app.inject({ method: "GET", url, headers, remoteAddress: "127.0.0.1" });
+  }
+
+  /** A partner with client-1 and one deposit: its order's id and reference. */
+  async function partnerWithOrder(name: string) {
+    const partner = await ctx.addPartner({ name });
+    await insertClient(ctx.services.database.db, partner.id, 1);
+    const ref = `witness-${name.replaceAll(/[^a-z]+/g, "-")}`;
+    const res = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/deposits",
+      partner,
+      body: { partner_client_id: "client-1", asset_id: "AED", amount: "10", partner_order_ref: ref },
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const orderId = (res.json() as { result: { id: number } }).result.id;
+    return { partner, orderId, ref };
+  }
+
+  /** Every witnessed route, with the answer it gives an accepted request. */
+  function witnessedReads(orderId: number, ref: string): [string, number][] {
+    return [
+      ["/v1/partner/balances?partner_client_id=client-1", 200],
+      ["/v1/partner/balances/AED?partner_client_id=client-1", 200],
+      ["/v1/partner/balances/NOPE?partner_client_id=client-1", 400],
+      ["/v1/partner/balances?partner_client_id=nobody", 400],
+      ["/v1/partner/balances", 422],
+      ["/v1/partner/asset-pairs", 200],
+      ["/v1/partner/asset-pairs/BTC-AED", 200],
+      ["/v1/partner/asset-pairs/NOPE-NOPE", 404],
+      [`/v1/partner/orders/${orderId}`, 200],
+      ["/v1/partner/orders/999999999", 404],
+      [`/v1/partner/orders/ref/${ref}`, 200],
+      ["/v1/partner/orders/ref/nothing-by-that-ref", 404],
+      ["/v1/partner/orders?page_size=5", 200],
+      ["/v1/partner/orders?page_size=0", 422],
+      ["/v1/partner/orders?partner_client_id=nobody", 400],
+    ];
+  }
+
+  test("a read the kept credentials accept sends one statement: the read's own", async () => {
+    const { partner, orderId, ref } = await partnerWithOrder("counted");
+    const perRequest = async (url: string) => {
+      statements.count = 0;
+      const res = await get(second, partner, url);
+      assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+      return statements.count;
+    };
+    // The first request of this process reads the credentials with a statement of its own.
+    assert.equal(await perRequest("/v1/partner/asset-pairs"), 2);
+    for (const url of [
+      "/v1/partner/asset-pairs",
+      "/v1/partner/asset-pairs/BTC-AED",
+      "/v1/partner/balances?partner_client_id=client-1",
+      "/v1/partner/balances/AED?partner_client_id=client-1",
+      `/v1/partner/orders/${orderId}`,
+      `/v1/partner/orders/ref/${ref}`,
+    ]) {
+      assert.equal(await perRequest(url), 1, url);
+    }
+    // The page and its count; the count carries the credentials.
+    assert.equal(await perRequest("/v1/partner/orders?page_size=5"), 2);
+    // A read whose statement returns no row settles with a statement of its own.
+    statements.count = 0;
+    const absent = await get(second, partner, "/v1/partner/orders/999999999");
+    assert.equal(absent.statusCode, 404);
+    assert.equal(statements.count, 2);
+    // A route that does not witness reads the credentials first, as before.
+    assert.equal(await perRequest("/v1/partner/clients/client-1/"), 2);
+  });
+
+  test("every witnessed read answers as it did, with its budget's fields, in every process", async () => {
+    const { partner, orderId, ref } = await partnerWithOrder("same-answers");
+    for (const [url, status] of witnessedReads(orderId, ref)) {
+      const kept = await get(second, partner, url);
+      const fresh = await get(ctx.app, partner, url);
+      assert.equal(kept.statusCode, status, `${url}: ${kept.body}`);
+      assert.equal(fresh.statusCode, status, `${url}: ${fresh.body}`);
+      assert.deepEqual(kept.json(), fresh.json(), url);
+      assert.equal(kept.headers["ratelimit-limit"], String(defaultRateLimits.reads), url);
+    }
+  });
+
+  const changes: { name: string; apply: (p: TestPartner) => Promise<{ key?: string }> }[] = [
+    {
+      name: "its key retired (replaced by another)",
+      apply: async (p) => {
+        const next = generateKeyPair();
+        const res = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/key`, {
+          public_key_pem: next.publicKeyPem,
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        return {};
+      },
+    },
+    {
+      name: "the partner disabled",
+      apply: async (p) => {
+        const res = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/active`, {
+          active: false,
+          reason: "witness test",
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        return {};
+      },
+    },
+    {
+      name: "an allow-list without the caller",
+      apply: async (p) => {
+        const res = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/ips`, {
+          allowed_ips: ["192.0.2.1/32"],
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        return {};
+      },
+    },
+  ];
+
+  for (const change of changes) {
+    test(`${change.name}: every witnessed read is a 401 at once in a process that kept the credentials`, async () => {
+      const { partner, orderId, ref } = await partnerWithOrder(change.name);
+      // The second process keeps the credentials that accept the partner.
+      assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 200);
+      await change.apply(partner);
+      for (const [url] of witnessedReads(orderId, ref)) {
+        const res = await get(second, partner, url);
+        assert.equal(res.statusCode, 401, `${url}: ${res.body}`);
+        assert.deepEqual(res.json(), { code: 401, msg: "Unauthorized", msg_detail: null }, url);
+        assert.equal(res.headers["ratelimit-limit"], undefined, url);
+        assert.equal(res.headers["retry-after"], undefined, url);
+      }
+    });
+  }
+
+  test("over the kept budget: a 401 when the row refuses, not a 429", async () => {
+    const { partner } = await partnerWithOrder("budget-refused");
+    let res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/limits`, { reads: 1 });
+    assert.equal(res.statusCode, 200, res.body);
+    ctx.clock.advance(60_000);
+    assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 200);
+    assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 429);
+    res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/active`, {
+      active: false,
+      reason: "witness test",
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const refused = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(refused.statusCode, 401);
+    assert.equal(refused.headers["retry-after"], undefined);
+  });
+
+  test("a budget the operator changes applies to the next read of a process that kept the old one", async () => {
+    const { partner } = await partnerWithOrder("budget-changed");
+    const setReads = async (reads: number | null) => {
+      const res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/limits`, { reads });
+      assert.equal(res.statusCode, 200, res.body);
+    };
+    ctx.clock.advance(60_000);
+    const first = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(first.headers["ratelimit-limit"], String(defaultRateLimits.reads));
+    // Lowered: the next read is counted in the new budget, and the one after it is over.
+    await setReads(2);
+    const lowered = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(lowered.statusCode, 200);
+    assert.equal(lowered.headers["ratelimit-limit"], "2");
+    assert.equal(lowered.headers["ratelimit-remaining"], "1");
+    assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 200);
+    const over = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(over.statusCode, 429);
+    assert.deepEqual(over.json(), { code: 429, msg: "Too Many Requests", msg_detail: null });
+    assert.equal(over.headers["retry-after"], "30");
+    // Lowered again while this process still holds 2: the next read is over the new budget of 1
+    // only if that one is spent, which it is not: a new budget starts full.
+    await setReads(1);
+    const again = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(again.statusCode, 200);
+    assert.equal(again.headers["ratelimit-limit"], "1");
+    assert.equal(again.headers["ratelimit-remaining"], "0");
+    const overAgain = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(overAgain.statusCode, 429);
+    assert.equal(overAgain.headers["ratelimit-limit"], "1");
+    // Restored while this process holds a spent budget of 1: the read goes through.
+    await setReads(null);
+    const restored = await get(second, partner, "/v1/partner/asset-pairs");
+    assert.equal(restored.statusCode, 200);
+    assert.equal(restored.headers["ratelimit-limit"], String(defaultRateLimits.reads));
+  });
+});
