@@ -343,6 +343,12 @@ async function main(): Promise<number> {
       partnerId: String(created.result.id),
       privateKey: crypto.createPrivateKey(keys.privateKeyPem),
     };
+    // Rate limits stay on, as in production, with budgets far above the load (as bench/compare.ts).
+    await admin("PUT", `/admin/partners/${partner.partnerId}/limits`, {
+      reads: 10_000_000,
+      writes: 10_000_000,
+      quotes: 10_000_000,
+    });
     const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
     cleanup.add("close the setup's database pool", () => database.close());
     for (let n = 1; n <= clientCount; n++) await insertClient(database.db, partner.partnerId, n);
