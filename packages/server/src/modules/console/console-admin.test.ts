@@ -9,13 +9,11 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { type ConsoleBrowser, openConsoleBrowser } from "../../testing/console-browser.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 
-const password = "correct horse battery staple";
 const screenshots = process.env.CONSOLE_SCREENSHOTS ?? null;
-/** Bounds every wait of the browser: generous, since the machine running the tests may be loaded. */
-const waitMs = 60_000;
 
 function publicKeyPem(): string {
   return crypto.generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }).toString();
@@ -23,46 +21,25 @@ function publicKeyPem(): string {
 
 describe("the console's partner and catalog pages in a browser", () => {
   let ctx: TestContext;
-  let browser: Browser;
+  let consoleBrowser: ConsoleBrowser;
   let base: string;
 
   before(async () => {
     // A feed that exists (to resume to) but does not tick by itself: the test never waits on it.
     ctx = await startTestContext({ env: { PRICE_FEED: "simulated" } });
-    await ctx.admin.listen({ port: 0, host: "127.0.0.1" });
-    const address = ctx.admin.server.address();
-    assert.ok(address !== null && typeof address === "object");
-    base = `http://127.0.0.1:${address.port}`;
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      timeout: waitMs,
-    });
-    for (const [email, role] of [
+    consoleBrowser = await openConsoleBrowser(ctx, [
       ["boss@broker.example", "admin"],
       ["officer@broker.example", "compliance"],
       ["reader@broker.example", "viewer"],
-    ] as const) {
-      const res = await ctx.adminRequest("POST", "/admin/operators", { email, role, password });
-      assert.equal(res.statusCode, 201, res.body);
-    }
+    ]);
+    base = consoleBrowser.base;
   });
   after(async () => {
-    await browser?.close();
+    await consoleBrowser?.close();
     await ctx.close();
   });
 
-  async function signedIn(email: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(waitMs);
-    const page = await context.newPage();
-    await page.goto(`${base}/console/sign-in`);
-    await page.getByLabel("E-mail address").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.keyboard.press("Enter");
-    await page.waitForURL(`${base}/console/clients`);
-    return page;
-  }
+  const signedIn = (email: string): Promise<Page> => consoleBrowser.signIn(email, { width: 1280 });
 
   const shot = async (page: Page, name: string) => {
     if (screenshots !== null) await page.screenshot({ path: path.join(screenshots, name), fullPage: true });

@@ -11,18 +11,17 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { type ConsoleBrowser, openConsoleBrowser } from "../../testing/console-browser.ts";
 import { insertClient, multipartBody, sampleFile } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 
-const password = "correct horse battery staple";
 const screenshots = process.env.CONSOLE_SCREENSHOTS ?? null;
-const waitMs = 60_000;
 
 describe("the console's record pages in a browser", () => {
   let ctx: TestContext;
   let dataDir: string;
-  let browser: Browser;
+  let consoleBrowser: ConsoleBrowser;
   let base: string;
   let page: Page;
   let withdrawal: number;
@@ -78,32 +77,12 @@ describe("the console's record pages in a browser", () => {
       headers: { "content-type": contentType },
     });
     assert.equal(up.statusCode, 201, up.body);
-    const op = await ctx.adminRequest("POST", "/admin/operators", {
-      email: "officer@broker.example",
-      role: "compliance",
-      password,
-    });
-    assert.equal(op.statusCode, 201, op.body);
-    await ctx.admin.listen({ port: 0, host: "127.0.0.1" });
-    const address = ctx.admin.server.address();
-    assert.ok(address !== null && typeof address === "object");
-    base = `http://127.0.0.1:${address.port}`;
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      timeout: waitMs,
-    });
-    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-    context.setDefaultTimeout(waitMs);
-    page = await context.newPage();
-    await page.goto(`${base}/console/sign-in`);
-    await page.getByLabel("E-mail address").fill("officer@broker.example");
-    await page.getByLabel("Password").fill(password);
-    await page.keyboard.press("Enter");
-    await page.waitForURL(`${base}/console/clients`);
+    consoleBrowser = await openConsoleBrowser(ctx, [["officer@broker.example", "compliance"]]);
+    base = consoleBrowser.base;
+    page = await consoleBrowser.signIn("officer@broker.example");
   });
   after(async () => {
-    await browser?.close();
+    await consoleBrowser?.close();
     await ctx.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });

@@ -8,58 +8,37 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
+import { type ConsoleBrowser, openConsoleBrowser } from "../../testing/console-browser.ts";
 import { clientPayload } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 
-const password = "correct horse battery staple";
 const screenshots = process.env.CONSOLE_SCREENSHOTS ?? null;
-/** Bounds every wait of the browser: generous, since the machine running the tests may be loaded. */
-const waitMs = 60_000;
 
 describe("the console in a browser", () => {
   let ctx: TestContext;
-  let browser: Browser;
+  let consoleBrowser: ConsoleBrowser;
   let base: string;
 
   before(async () => {
     ctx = await startTestContext();
-    await ctx.admin.listen({ port: 0, host: "127.0.0.1" });
-    const address = ctx.admin.server.address();
-    assert.ok(address !== null && typeof address === "object");
-    base = `http://127.0.0.1:${address.port}`;
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      timeout: waitMs,
-    });
-    for (const [email, role] of [
+    consoleBrowser = await openConsoleBrowser(ctx, [
       ["officer@broker.example", "compliance"],
       ["reader@broker.example", "viewer"],
-    ] as const) {
-      const res = await ctx.adminRequest("POST", "/admin/operators", { email, role, password });
-      assert.equal(res.statusCode, 201, res.body);
-    }
+    ]);
+    base = consoleBrowser.base;
   });
   after(async () => {
-    await browser?.close();
+    await consoleBrowser?.close();
     await ctx.close();
   });
 
-  async function signedIn(email: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-    context.setDefaultTimeout(waitMs);
-    const page = await context.newPage();
-    await page.goto(`${base}/console/clients`);
-    // No session: the sign-in page.
-    assert.equal(new URL(page.url()).pathname, "/console/sign-in");
-    if (screenshots !== null) await page.screenshot({ path: path.join(screenshots, "sign-in.png") });
-    await page.getByLabel("E-mail address").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.keyboard.press("Enter");
-    await page.waitForURL(`${base}/console/clients`);
-    return page;
-  }
+  const signedIn = (email: string): Promise<Page> =>
+    consoleBrowser.signIn(email, {
+      onSignInPage: async (page) => {
+        if (screenshots !== null) await page.screenshot({ path: path.join(screenshots, "sign-in.png") });
+      },
+    });
 
   test("a compliance officer looks a client up, changes its status with a reason, and sees it on the trail", async () => {
     const created = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(1) });
