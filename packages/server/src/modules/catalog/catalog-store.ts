@@ -2,7 +2,7 @@
 
 import type { Insertable } from "kysely";
 import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
-import type { Db } from "../../db/database.ts";
+import { type Db, executePrepared } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { AssetPairsTable, AssetsTable, CountriesTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -66,11 +66,24 @@ function pairsForPartner(db: Q, partnerId: string) {
     .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]));
 }
 
-/** With a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
+/** What a partner sees of a pair. */
+const partnerPairColumns = ["p.id", "p.base_id", "p.quote_id", "p.buy", "p.sell", "p.tradable"] as const;
+
+/**
+ * The pairs a partner may see, prepared (a signed read's hot path). With a witness, the statement
+ * also carries the partner's credentials (db/credential-witness.ts).
+ */
 export async function listPairsForPartner(db: Q, partnerId: string, witness?: CredentialWitness) {
-  const q = pairsForPartner(db, partnerId).orderBy("p.id");
-  if (witness === undefined) return q.execute();
-  const rows = await q.select(witness.column.as(witnessColumn)).execute();
+  const q = db
+    .selectFrom("asset_pairs as p")
+    .leftJoin("partner_pairs as pp", (join) =>
+      join.onRef("pp.pair_id", "=", "p.id").on("pp.partner_id", "=", partnerId),
+    )
+    .select(partnerPairColumns)
+    .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]))
+    .orderBy("p.id");
+  if (witness === undefined) return executePrepared(db, q);
+  const rows = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
   if (rows[0] !== undefined) witness.observe(rows[0][witnessColumn]);
   return rows;
 }

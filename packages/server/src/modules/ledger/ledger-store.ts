@@ -4,7 +4,7 @@
 
 import { type RawBuilder, sql } from "kysely";
 import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
-import type { Db } from "../../db/database.ts";
+import { type Db, preparedMarker } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { LedgerDifference } from "./ledger-views.ts";
@@ -78,7 +78,7 @@ export async function balanceSheet(
     held: string | null;
     usd_rate: string | null;
     [witnessColumn]?: unknown;
-  }>`
+  }>`${sql.raw(preparedMarker)}
     WITH c AS (SELECT id FROM clients WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId})
     SELECT c.id AS client_id, a.id AS asset_id, acc.balance, acc.held,
            CASE WHEN a.id = 'USD' THEN 1::numeric ELSE coalesce(p.sell, a.usd_rate) END AS usd_rate

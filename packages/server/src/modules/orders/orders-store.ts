@@ -1,19 +1,45 @@
 // Queries on orders. Each takes a db or a transaction.
 
-import type { Insertable } from "kysely";
+import { type Insertable, sql } from "kysely";
 import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
-import type { Db } from "../../db/database.ts";
+import { type Db, executePrepared } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { OrderRow } from "./order-views.ts";
 
 type Q = Db | Tx;
 
+/**
+ * Every column of an order, by name: the reads below are prepared, and a prepared `o.*` would fail
+ * once a migration adds a column while it is prepared (db/database.ts, executePrepared). A column
+ * added to OrdersTable and not here fails the type check (OrderRow).
+ */
+const orderColumns = [
+  "o.id",
+  "o.partner_id",
+  "o.client_id",
+  "o.partner_order_ref",
+  "o.type",
+  "o.source",
+  "o.status",
+  "o.price",
+  "o.credit",
+  "o.credit_asset_id",
+  "o.debit",
+  "o.debit_asset_id",
+  "o.fee",
+  "o.fee_asset_id",
+  "o.vat",
+  "o.created_at",
+  "o.transitioned_at",
+  "o.updated_at",
+] as const;
+
 function withClient(db: Q) {
   return db
     .selectFrom("orders as o")
     .innerJoin("clients as c", "c.id", "o.client_id")
-    .selectAll("o")
+    .select(orderColumns)
     .select("c.partner_client_id");
 }
 
@@ -40,8 +66,8 @@ export async function findOrder(
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
   const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id);
-  if (witness === undefined) return q.executeTakeFirst();
-  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
+  if (witness === undefined) return (await executePrepared(db, q))[0];
+  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
   if (row !== undefined) witness.observe(row[witnessColumn]);
   return row;
 }
@@ -53,8 +79,8 @@ export async function findOrderByRef(
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
   const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.partner_order_ref", "=", ref);
-  if (witness === undefined) return q.executeTakeFirst();
-  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
+  if (witness === undefined) return (await executePrepared(db, q))[0];
+  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
   if (row !== undefined) witness.observe(row[witnessColumn]);
   return row;
 }
@@ -86,32 +112,37 @@ export async function listOrders(
   pageSize: number,
   witness?: CredentialWitness,
 ): Promise<{ rows: OrderRow[]; total: number }> {
+  // Prepared (a hot read): a list is one array parameter, so the statement's text depends only on
+  // which filters are given, never on how many values a filter holds.
   let q = db.selectFrom("orders as o").where("o.partner_id", "=", partnerId);
   if (filter.clientId !== null) q = q.where("o.client_id", "=", filter.clientId);
-  if (filter.sources.length > 0) q = q.where("o.source", "in", filter.sources);
-  if (filter.statuses.length > 0) q = q.where("o.status", "in", filter.statuses);
+  if (filter.sources.length > 0)
+    q = q.where("o.source", "=", sql<OrderSource>`any(${filter.sources}::text[])`);
+  if (filter.statuses.length > 0)
+    q = q.where("o.status", "=", sql<OrderStatus>`any(${filter.statuses}::text[])`);
   if (filter.from !== null) q = q.where("o.created_at", ">=", filter.from);
   if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
   const counted = q.select((eb) => eb.fn.countAll<number>().as("n"));
   const [count, rows] = await Promise.all([
     witness === undefined
-      ? counted.executeTakeFirstOrThrow()
-      : counted
-          .select(witness.column.as(witnessColumn))
-          .executeTakeFirstOrThrow()
-          .then((row) => {
-            witness.observe(row[witnessColumn]);
-            return row;
-          }),
-    q
-      .innerJoin("clients as c", "c.id", "o.client_id")
-      .selectAll("o")
-      .select("c.partner_client_id")
-      .orderBy("o.created_at", "desc")
-      .orderBy("o.id", "desc")
-      .limit(pageSize)
-      .offset((page - 1) * pageSize)
-      .execute(),
+      ? executePrepared(db, counted)
+      : executePrepared(db, counted.select(witness.column.as(witnessColumn))).then((counts) => {
+          if (counts[0] !== undefined) witness.observe(counts[0][witnessColumn]);
+          return counts;
+        }),
+    executePrepared(
+      db,
+      q
+        .innerJoin("clients as c", "c.id", "o.client_id")
+        .select(orderColumns)
+        .select("c.partner_client_id")
+        .orderBy("o.created_at", "desc")
+        .orderBy("o.id", "desc")
+        .limit(pageSize)
+        .offset((page - 1) * pageSize),
+    ),
   ]);
-  return { rows, total: Number(count.n) };
+  const n = count[0]?.n;
+  if (n === undefined) throw new Error("the count of orders returned no row");
+  return { rows, total: Number(n) };
 }
