@@ -58,18 +58,25 @@ export async function refTaken(db: Q, partnerId: string, ref: string): Promise<b
   return row !== undefined;
 }
 
-/** With a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
+/** One order, prepared; with a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
+async function firstOrder(
+  db: Q,
+  q: ReturnType<typeof withClient>,
+  witness: CredentialWitness | undefined,
+): Promise<OrderRow | undefined> {
+  if (witness === undefined) return (await executePrepared(db, q))[0];
+  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
+  if (row !== undefined) witness.observe(row[witnessColumn]);
+  return row;
+}
+
 export async function findOrder(
   db: Q,
   partnerId: string,
   id: number,
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
-  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id);
-  if (witness === undefined) return (await executePrepared(db, q))[0];
-  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
-  if (row !== undefined) witness.observe(row[witnessColumn]);
-  return row;
+  return firstOrder(db, withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id), witness);
 }
 
 export async function findOrderByRef(
@@ -79,10 +86,7 @@ export async function findOrderByRef(
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
   const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.partner_order_ref", "=", ref);
-  if (witness === undefined) return (await executePrepared(db, q))[0];
-  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
-  if (row !== undefined) witness.observe(row[witnessColumn]);
-  return row;
+  return firstOrder(db, q, witness);
 }
 
 /** The partner's orders among `ids` (the events feed renders its order events with them). */
