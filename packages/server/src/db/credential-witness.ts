@@ -6,7 +6,8 @@
 // or a new allow-list takes effect at once in every process, as when the credentials are read by a
 // statement of their own, for one statement less.
 
-import type { RawBuilder } from "kysely";
+import type { RawBuilder, SelectQueryBuilder } from "kysely";
+import { type Db, executePrepared } from "./database.ts";
 
 export interface CredentialWitness {
   /** A column giving the partner's credentials (JSON; null when there is no such partner). */
@@ -17,3 +18,19 @@ export interface CredentialWitness {
 
 /** The name the witness's column is selected as. */
 export const witnessColumn = "partner_credentials";
+
+/**
+ * Runs a hot read as a prepared statement (executePrepared); with a witness, the statement also
+ * carries the partner's credentials, which the witness observes from its first row.
+ */
+export async function selectWitnessed<DB, TB extends keyof DB, O>(
+  db: Db,
+  query: SelectQueryBuilder<DB, TB, O>,
+  witness: CredentialWitness | undefined,
+): Promise<O[]> {
+  if (witness === undefined) return executePrepared(db, query);
+  const rows = await executePrepared(db, query.select(witness.column.as(witnessColumn)));
+  const first = rows[0] as Record<string, unknown> | undefined;
+  if (first !== undefined) witness.observe(first[witnessColumn]);
+  return rows;
+}

@@ -1,8 +1,8 @@
 // Queries on the catalog: countries, assets, asset pairs and their per-partner availability.
 
 import type { Insertable } from "kysely";
-import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
-import { type Db, executePrepared } from "../../db/database.ts";
+import { type CredentialWitness, selectWitnessed } from "../../db/credential-witness.ts";
+import type { Db } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { AssetPairsTable, AssetsTable, CountriesTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -55,6 +55,9 @@ export async function updateAsset(db: Q, id: string, changes: Partial<Omit<Asset
     .executeTakeFirstOrThrow();
 }
 
+/** What a partner sees of a pair, by name (the reads are prepared: db/database.ts, executePrepared). */
+const partnerPairColumns = ["p.id", "p.base_id", "p.quote_id", "p.buy", "p.sell", "p.tradable"] as const;
+
 /** Pairs a partner may see: all pairs except those withheld from it. */
 function pairsForPartner(db: Q, partnerId: string) {
   return db
@@ -62,30 +65,16 @@ function pairsForPartner(db: Q, partnerId: string) {
     .leftJoin("partner_pairs as pp", (join) =>
       join.onRef("pp.pair_id", "=", "p.id").on("pp.partner_id", "=", partnerId),
     )
-    .selectAll("p")
+    .select(partnerPairColumns)
     .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]));
 }
-
-/** What a partner sees of a pair. */
-const partnerPairColumns = ["p.id", "p.base_id", "p.quote_id", "p.buy", "p.sell", "p.tradable"] as const;
 
 /**
  * The pairs a partner may see, prepared (a signed read's hot path). With a witness, the statement
  * also carries the partner's credentials (db/credential-witness.ts).
  */
 export async function listPairsForPartner(db: Q, partnerId: string, witness?: CredentialWitness) {
-  const q = db
-    .selectFrom("asset_pairs as p")
-    .leftJoin("partner_pairs as pp", (join) =>
-      join.onRef("pp.pair_id", "=", "p.id").on("pp.partner_id", "=", partnerId),
-    )
-    .select(partnerPairColumns)
-    .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]))
-    .orderBy("p.id");
-  if (witness === undefined) return executePrepared(db, q);
-  const rows = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
-  if (rows[0] !== undefined) witness.observe(rows[0][witnessColumn]);
-  return rows;
+  return selectWitnessed(db, pairsForPartner(db, partnerId).orderBy("p.id"), witness);
 }
 
 export async function findPairForPartner(
@@ -94,11 +83,7 @@ export async function findPairForPartner(
   pairId: string,
   witness?: CredentialWitness,
 ) {
-  const q = pairsForPartner(db, partnerId).where("p.id", "=", pairId);
-  if (witness === undefined) return q.executeTakeFirst();
-  const row = await q.select(witness.column.as(witnessColumn)).executeTakeFirst();
-  if (row !== undefined) witness.observe(row[witnessColumn]);
-  return row;
+  return (await selectWitnessed(db, pairsForPartner(db, partnerId).where("p.id", "=", pairId), witness))[0];
 }
 
 /** Inserts catalog rows in one transaction; a row whose id is already there is left as it is. */

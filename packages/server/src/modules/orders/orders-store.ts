@@ -1,7 +1,7 @@
 // Queries on orders. Each takes a db or a transaction.
 
 import { type Insertable, sql } from "kysely";
-import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
+import { type CredentialWitness, selectWitnessed } from "../../db/credential-witness.ts";
 import { type Db, executePrepared } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -58,25 +58,14 @@ export async function refTaken(db: Q, partnerId: string, ref: string): Promise<b
   return row !== undefined;
 }
 
-/** One order, prepared; with a witness, the statement also carries the partner's credentials (db/credential-witness.ts). */
-async function firstOrder(
-  db: Q,
-  q: ReturnType<typeof withClient>,
-  witness: CredentialWitness | undefined,
-): Promise<OrderRow | undefined> {
-  if (witness === undefined) return (await executePrepared(db, q))[0];
-  const [row] = await executePrepared(db, q.select(witness.column.as(witnessColumn)));
-  if (row !== undefined) witness.observe(row[witnessColumn]);
-  return row;
-}
-
 export async function findOrder(
   db: Q,
   partnerId: string,
   id: number,
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
-  return firstOrder(db, withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id), witness);
+  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id);
+  return (await selectWitnessed(db, q, witness))[0];
 }
 
 export async function findOrderByRef(
@@ -86,7 +75,7 @@ export async function findOrderByRef(
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
   const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.partner_order_ref", "=", ref);
-  return firstOrder(db, q, witness);
+  return (await selectWitnessed(db, q, witness))[0];
 }
 
 /** The partner's orders among `ids` (the events feed renders its order events with them). */
@@ -128,12 +117,7 @@ export async function listOrders(
   if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
   const counted = q.select((eb) => eb.fn.countAll<number>().as("n"));
   const [count, rows] = await Promise.all([
-    witness === undefined
-      ? executePrepared(db, counted)
-      : executePrepared(db, counted.select(witness.column.as(witnessColumn))).then((counts) => {
-          if (counts[0] !== undefined) witness.observe(counts[0][witnessColumn]);
-          return counts;
-        }),
+    selectWitnessed(db, counted, witness),
     executePrepared(
       db,
       q
