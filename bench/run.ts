@@ -14,6 +14,8 @@
 //   (deposit-sql, the database's side of a deposit alone, uses the same)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
+//   BENCH_MEMORY_S          seconds of mixed load in the memory scenario (default 600)
+//   BENCH_MEMORY_LOOPS      concurrent loops per service in the memory scenario (default 8)
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.
@@ -27,6 +29,7 @@ import { deposits } from "./scenarios/deposits.ts";
 import { events } from "./scenarios/events.ts";
 import { foundation } from "./scenarios/foundation.ts";
 import { logging } from "./scenarios/logging.ts";
+import { memory } from "./scenarios/memory.ts";
 import { parse } from "./scenarios/parse.ts";
 import { rateLimits } from "./scenarios/rate-limits.ts";
 import { reads } from "./scenarios/reads.ts";
@@ -44,6 +47,7 @@ const scenarios = [
   logging,
   startup,
   rateLimits,
+  memory,
 ];
 
 function numberFromEnv(name: string, fallback: number, min: number, max: number): number {

@@ -5,12 +5,17 @@
 //
 // Environment (besides run.ts's): BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS (see
 // deposits.ts).
+//
+// Then a bare route behind the same verification (the reference's /bare/asset-pairs, no SQL) is
+// loaded the same way, and each read's server CPU per request is printed against it: the issue
+// bounds it at 1.3 times.
 
 import { isDeepStrictEqual } from "node:util";
 import { type Comparison, comparison, measureLoad, printComparisons, startPair } from "../compare.ts";
 import {
   fetchOnce,
   loadNotes,
+  printTable,
   type RequestSpec,
   type Scenario,
   type ScenarioReport,
@@ -141,9 +146,43 @@ export const reads: Scenario = {
       );
     }
 
+    // The issue's second bound on reads: server CPU per request ≤ 1.3 × that of a bare route plus
+    // one verification (the reference's /bare/asset-pairs, same processes, same connections).
+    const bare = await measureLoad({
+      label: "bare route + verify (reference)",
+      rootPid: reference.child.pid,
+      dbName: pair.dbName,
+      warmupS: ctx.warmupS,
+      load: {
+        url: reference.url,
+        request: { method: "GET", path: "/bare/asset-pairs" },
+        partner,
+        connections,
+        durationS: ctx.durationS,
+      },
+    });
+    notes.push(...bare.notes);
+    targets.push(bare.target);
+
     printComparisons(
       `reads (${connections} connections, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${pair.workers} processes per server)`,
       comparisons,
+    );
+    const cpuBound = comparisons.map((c) => ({
+      path: c.path,
+      counterpart_us: c.counterpart.serverCpuUsPerOp,
+      bare_verify_us: bare.side.serverCpuUsPerOp,
+      ratio: c.counterpart.serverCpuUsPerOp / bare.side.serverCpuUsPerOp,
+    }));
+    printTable(
+      `server CPU per read against a bare route plus one verification (${bare.side.opsPerS.toFixed(0)} req/s at ${bare.side.serverCpuUsPerOp.toFixed(0)} µs)`,
+      ["path", "CP srv CPU µs/req", "÷ bare + verify", "target ≤ 1.3"],
+      cpuBound.map((b) => [
+        b.path,
+        b.counterpart_us.toFixed(0),
+        b.ratio.toFixed(2),
+        b.ratio <= 1.3 ? "met" : "NOT met",
+      ]),
     );
     notes.push(...loadNotes(targets));
     return {
@@ -157,6 +196,7 @@ export const reads: Scenario = {
       },
       notes,
       comparisons,
+      cpu_against_bare_verify: cpuBound,
       workers: pair.workers,
       clients: pair.clientCount,
     };

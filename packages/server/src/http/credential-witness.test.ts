@@ -17,14 +17,17 @@ import { buildServices } from "../services.ts";
 import { insertClient } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
 
-/** Counts the statements sent through a Kysely instance. */
+/**
+ * Counts the statements executed through a Kysely instance: by their results, since a query built
+ * from subqueries passes through transformQuery once per subquery.
+ */
 class StatementCounter implements KyselyPlugin {
   count = 0;
   transformQuery(args: PluginTransformQueryArgs) {
-    this.count++;
     return args.node;
   }
   async transformResult(args: PluginTransformResultArgs) {
+    this.count++;
     return args.result;
   }
 }
@@ -127,11 +130,12 @@ describe("reads authenticated by their own statement", () => {
       "/v1/partner/balances/AED?partner_client_id=client-1",
       `/v1/partner/orders/${orderId}`,
       `/v1/partner/orders/ref/${ref}`,
+      // The page and its count, in one statement that returns a row even for an empty page.
+      "/v1/partner/orders?page_size=5",
+      "/v1/partner/orders?page=1000&page_size=5",
     ]) {
       assert.equal(await perRequest(url), 1, url);
     }
-    // The page and its count; the count carries the credentials.
-    assert.equal(await perRequest("/v1/partner/orders?page_size=5"), 2);
     // A read whose statement returns no row settles with a statement of its own.
     statements.count = 0;
     const absent = await get(second, partner, "/v1/partner/orders/999999999");

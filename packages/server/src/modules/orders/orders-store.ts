@@ -2,7 +2,7 @@
 
 import { type Insertable, sql } from "kysely";
 import { type CredentialWitness, selectWitnessed } from "../../db/credential-witness.ts";
-import { type Db, executePrepared } from "../../db/database.ts";
+import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { OrderRow } from "./order-views.ts";
@@ -96,7 +96,11 @@ export interface OrderFilter {
   to: string | null;
 }
 
-/** With a witness, the count's statement (one row, always) also carries the partner's credentials. */
+/**
+ * A page of the partner's orders and how many match, in one statement: the count, joined
+ * laterally to the page, so that the statement returns one row even when the page is empty (its
+ * order columns then null). With a witness, that row also carries the partner's credentials.
+ */
 export async function listOrders(
   db: Q,
   partnerId: string,
@@ -115,22 +119,27 @@ export async function listOrders(
     q = q.where("o.status", "=", sql<OrderStatus>`any(${filter.statuses}::text[])`);
   if (filter.from !== null) q = q.where("o.created_at", ">=", filter.from);
   if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
-  const counted = q.select((eb) => eb.fn.countAll<number>().as("n"));
-  const [count, rows] = await Promise.all([
-    selectWitnessed(db, counted, witness),
-    executePrepared(
-      db,
-      q
-        .innerJoin("clients as c", "c.id", "o.client_id")
-        .select(orderColumns)
-        .select("c.partner_client_id")
-        .orderBy("o.created_at", "desc")
-        .orderBy("o.id", "desc")
-        .limit(pageSize)
-        .offset((page - 1) * pageSize),
-    ),
-  ]);
-  const n = count[0]?.n;
-  if (n === undefined) throw new Error("the count of orders returned no row");
-  return { rows, total: Number(n) };
+  const pageRows = q
+    .innerJoin("clients as c", "c.id", "o.client_id")
+    .select(orderColumns)
+    .select("c.partner_client_id")
+    .orderBy("o.created_at", "desc")
+    .orderBy("o.id", "desc")
+    .limit(pageSize)
+    .offset((page - 1) * pageSize);
+  const counted = q.select((eb) => eb.fn.countAll<number>().as("total"));
+  // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
+  // migration adds to orders does not reach it.
+  const statement = db
+    .selectFrom(counted.as("n"))
+    .leftJoinLateral(pageRows.as("p"), (join) => join.onTrue())
+    .select("n.total")
+    .selectAll("p")
+    .orderBy("p.created_at", "desc")
+    .orderBy("p.id", "desc");
+  const result = await selectWitnessed(db, statement, witness);
+  const first = result[0];
+  if (first === undefined) throw new Error("the page of orders returned no row");
+  const rows = result.filter((r) => r.id !== null) as OrderRow[];
+  return { rows, total: Number(first.total) };
 }

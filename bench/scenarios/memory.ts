@@ -1,0 +1,336 @@
+// Memory under a long mixed load: the resident set (RSS) of every process of the service, on
+// PostgreSQL (BENCH_WORKERS API processes, default 2) and on the PGlite sandbox (one process,
+// PostgreSQL compiled to WASM inside it), both loaded at the same time for BENCH_MEMORY_S seconds
+// (default 600). Each of BENCH_MEMORY_LOOPS loops per service (default 8) works for one client of
+// its own, over and over: a deposit, its balances, a quote and its execution, a withdrawal, a page
+// of orders, the deposit's order, the asset pairs, and every fifth time two refusals (a deposit
+// with a negative amount, 422; an order that does not exist, 404). Every request is freshly
+// signed. RSS is read from /proc/<pid>/status every 5 s; printed per process: after the first
+// minute, the highest, and at the end, with the requests answered. Nothing here is a ratio: the
+// figure to compare is the issue's bound, 256 MiB per API process on PostgreSQL.
+//
+// Environment (besides run.ts's): BENCH_MEMORY_S, BENCH_MEMORY_LOOPS, BENCH_DATABASE_URL,
+// BENCH_WORKERS (see deposits.ts).
+
+import fs from "node:fs";
+import path from "node:path";
+import { clientPayload } from "../../packages/server/src/testing/fixtures.ts";
+import { adminCall, adminToken, startPair } from "../compare.ts";
+import {
+  fetchOnce,
+  type Partner,
+  printTable,
+  type Scenario,
+  type ScenarioReport,
+  sleep,
+  startService,
+  withTimeout,
+} from "../lib.ts";
+import { intFromEnv, processTree } from "../proc.ts";
+
+const sampleEveryMs = 5_000;
+const pair = "BTC-AED";
+const price = { buy: "350000", sell: "349000" };
+
+interface Target {
+  name: string;
+  url: string;
+  adminUrl: string;
+  partner: Partner;
+  rootPid: number;
+  /** One client per loop. */
+  clients: string[];
+}
+
+interface Tally {
+  answered: Record<string, number>;
+  /** Answers that were not the one expected, by "what status". */
+  unexpected: Record<string, number>;
+  firstUnexpected: string | null;
+  errors: number;
+}
+
+interface Samples {
+  /** pid → RSS in KiB at each sample. */
+  rss: Map<number, number[]>;
+  times: number[];
+}
+
+function rssKib(pid: number): number | null {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(status);
+    return m === null ? null : Number(m[1]);
+  } catch {
+    return null;
+  }
+}
+
+function sample(target: Target, samples: Samples, t: number): void {
+  samples.times.push(t);
+  for (const pid of processTree(target.rootPid)) {
+    const kib = rssKib(pid);
+    if (kib === null) continue;
+    const series = samples.rss.get(pid) ?? [];
+    series.push(kib);
+    samples.rss.set(pid, series);
+  }
+}
+
+/** One loop: one client, every path in turn, until the deadline. */
+async function loop(target: Target, pcid: string, deadline: number, tally: Tally, n: { i: number }) {
+  const call = async (
+    what: string,
+    method: string,
+    url: string,
+    expected: number,
+    body?: unknown,
+  ): Promise<unknown> => {
+    try {
+      const res = await fetchOnce(
+        target.url,
+        {
+          method,
+          path: url,
+          ...(body === undefined
+            ? {}
+            : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+        },
+        target.partner,
+      );
+      if (res.status !== expected) {
+        const key = `${what} ${res.status}`;
+        tally.unexpected[key] = (tally.unexpected[key] ?? 0) + 1;
+        tally.firstUnexpected ??= `${key}: ${res.body.toString().slice(0, 300)}`;
+        return null;
+      }
+      tally.answered[what] = (tally.answered[what] ?? 0) + 1;
+      return JSON.parse(res.body.toString()) as unknown;
+    } catch (err) {
+      tally.errors++;
+      tally.firstUnexpected ??= `${what}: ${err instanceof Error ? err.message : String(err)}`;
+      // A refused connection must not turn the loop into a busy spin.
+      await sleep(100);
+      return null;
+    }
+  };
+  while (Date.now() < deadline) {
+    const i = ++n.i;
+    const ref = `mem-${pcid}-${i}`;
+    const deposit = (await call("deposit", "POST", "/v1/partner/deposits", 200, {
+      partner_client_id: pcid,
+      asset_id: "AED",
+      amount: "1000",
+      partner_order_ref: ref,
+    })) as { result: { id: number } } | null;
+    await call("balances", "GET", `/v1/partner/balances?partner_client_id=${pcid}`, 200);
+    const quote = (await call("quote", "POST", "/v1/partner/quotes", 200, {
+      partner_client_id: pcid,
+      asset_pair: pair,
+      side: "buy",
+      base_amount: "0.001",
+    })) as { result: { token: string } } | null;
+    if (quote !== null) {
+      await call("execute", "POST", "/v1/partner/quotes/execute", 200, {
+        partner_client_id: pcid,
+        token: quote.result.token,
+      });
+    }
+    await call("withdrawal", "POST", "/v1/partner/withdrawals", 200, {
+      partner_client_id: pcid,
+      asset_id: "AED",
+      amount: "100",
+      partner_order_ref: `${ref}-w`,
+    });
+    await call("orders page", "GET", "/v1/partner/orders?page_size=20", 200);
+    if (deposit !== null) await call("one order", "GET", `/v1/partner/orders/${deposit.result.id}`, 200);
+    await call("asset-pairs", "GET", "/v1/partner/asset-pairs", 200);
+    if (i % 5 === 0) {
+      await call("malformed deposit", "POST", "/v1/partner/deposits", 422, {
+        partner_client_id: pcid,
+        asset_id: "AED",
+        amount: "-1",
+        partner_order_ref: `${ref}-bad`,
+      });
+      await call("missing order", "GET", "/v1/partner/orders/999999999", 404);
+    }
+  }
+}
+
+async function setPrice(adminUrl: string): Promise<void> {
+  const res = await adminCall(adminUrl, "PUT", `/admin/pairs/${pair}/price`, { ...price, reason: "bench" });
+  if (res.status !== 200) throw new Error(`price set answered ${res.status}: ${res.body}`);
+}
+
+const mib = (kib: number | undefined) => (kib === undefined ? "-" : (kib / 1024).toFixed(0));
+
+export const memory: Scenario = {
+  name: "memory",
+  description:
+    "RSS of every process of the service under a long mixed load, on PostgreSQL and on the PGlite sandbox at once",
+  budgetS: intFromEnv("BENCH_MEMORY_S", 600, 10, 7_200) + 600,
+
+  async run(ctx): Promise<ScenarioReport> {
+    const durationS = intFromEnv("BENCH_MEMORY_S", 600, 10, 7_200);
+    const loops = intFromEnv("BENCH_MEMORY_LOOPS", 8, 1, 256);
+    const notes: string[] = [];
+
+    const pg = await startPair(ctx, { referenceAed: "0" });
+    const sandbox = await startService(ctx.cleanup, {
+      dataDir: path.join(ctx.scratchDir, "sandbox"),
+      env: { ADMIN_TOKEN: adminToken },
+      name: "counterpart (sandbox)",
+      readyTimeoutMs: 240_000,
+    });
+    if (sandbox.partner === null || sandbox.adminUrl === null)
+      throw new Error("the sandbox wrote no demo partner");
+    const limits = await adminCall(
+      sandbox.adminUrl,
+      "PUT",
+      `/admin/partners/${sandbox.partner.partnerId}/limits`,
+      {
+        reads: 10_000_000,
+        writes: 10_000_000,
+        quotes: 10_000_000,
+      },
+    );
+    if (limits.status !== 200) throw new Error(`sandbox limits answered ${limits.status}: ${limits.body}`);
+
+    const targets: Target[] = [
+      {
+        name: `PostgreSQL, ${pg.workers} API processes`,
+        url: pg.service.partnerUrl,
+        adminUrl: pg.adminUrl,
+        partner: pg.partner,
+        rootPid: pg.service.child.pid,
+        clients: Array.from({ length: loops }, (_, k) => `client-${k + 1}`),
+      },
+      {
+        name: "PGlite sandbox",
+        url: sandbox.partnerUrl,
+        adminUrl: sandbox.adminUrl,
+        partner: sandbox.partner,
+        rootPid: sandbox.child.pid,
+        clients: Array.from({ length: loops }, (_, k) => `mem-client-${k + 1}`),
+      },
+    ];
+    // The PostgreSQL side's clients are already made (startPair); the sandbox's are onboarded.
+    for (const [k, pcid] of (targets[1]?.clients ?? []).entries()) {
+      const created = await fetchOnce(
+        sandbox.partnerUrl,
+        {
+          method: "POST",
+          path: "/v1/partner/clients",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(clientPayload(9_000_000 + k, { partner_client_id: pcid })),
+        },
+        sandbox.partner,
+      );
+      if (created.status !== 201)
+        throw new Error(`client create answered ${created.status}: ${created.body}`);
+    }
+    for (const t of targets) await setPrice(t.adminUrl);
+    // The feed is manual: the price is set again well inside its staleness bound.
+    const refresher = setInterval(() => {
+      for (const t of targets) setPrice(t.adminUrl).catch(() => {});
+    }, 15_000);
+    ctx.cleanup.add("stop the price refresher", () => clearInterval(refresher));
+
+    process.stdout.write(
+      `bench: ${loops} loops per service for ${durationS} s; RSS sampled every ${sampleEveryMs / 1000} s\n`,
+    );
+    const started = Date.now();
+    const deadline = started + durationS * 1000;
+    const tallies = targets.map(
+      () => ({ answered: {}, unexpected: {}, firstUnexpected: null, errors: 0 }) as Tally,
+    );
+    const samples = targets.map(() => ({ rss: new Map(), times: [] }) as Samples);
+    const sampler = setInterval(() => {
+      for (const [k, t] of targets.entries()) sample(t, samples[k] as Samples, Date.now() - started);
+    }, sampleEveryMs);
+    ctx.cleanup.add("stop the RSS sampler", () => clearInterval(sampler));
+    for (const [k, t] of targets.entries()) sample(t, samples[k] as Samples, 0);
+    try {
+      await withTimeout(
+        Promise.all(
+          targets.flatMap((t, k) => {
+            const n = { i: 0 };
+            return t.clients.map((pcid) => loop(t, pcid, deadline, tallies[k] as Tally, n));
+          }),
+        ),
+        (durationS + 120) * 1000,
+        "mixed load",
+      );
+    } finally {
+      clearInterval(sampler);
+      clearInterval(refresher);
+    }
+    for (const [k, t] of targets.entries()) sample(t, samples[k] as Samples, Date.now() - started);
+
+    const rows: string[][] = [];
+    const processes: Record<string, unknown>[] = [];
+    for (const [k, t] of targets.entries()) {
+      const s = samples[k] as Samples;
+      const afterMinute = s.times.findIndex((x) => x >= 60_000);
+      for (const [pid, series] of s.rss) {
+        const role = pid === t.rootPid ? "primary" : "worker";
+        const row = {
+          service: t.name,
+          pid,
+          role,
+          rss_mib_at_start: Number(mib(series[0])),
+          rss_mib_after_1_min: afterMinute < 0 ? null : Number(mib(series[afterMinute])),
+          rss_mib_peak: Number(mib(Math.max(...series))),
+          rss_mib_at_end: Number(mib(series.at(-1))),
+        };
+        processes.push(row);
+        rows.push([
+          t.name,
+          `${role} ${pid}`,
+          mib(series[0]),
+          afterMinute < 0 ? "-" : mib(series[afterMinute]),
+          mib(Math.max(...series)),
+          mib(series.at(-1)),
+        ]);
+      }
+    }
+    printTable(
+      `memory (${loops} loops per service, ${durationS} s of mixed load at once on both)`,
+      ["service", "process", "RSS MiB at start", "after 1 min", "peak", "at end"],
+      rows,
+    );
+
+    let ok = true;
+    for (const [k, t] of targets.entries()) {
+      const tally = tallies[k] as Tally;
+      const answered = Object.values(tally.answered).reduce((a, b) => a + b, 0);
+      process.stdout.write(
+        `\n${t.name}: ${answered} requests answered as expected (${(answered / durationS).toFixed(0)}/s): ${JSON.stringify(tally.answered)}\n`,
+      );
+      const unexpected = Object.values(tally.unexpected).reduce((a, b) => a + b, 0);
+      if (unexpected > 0 || tally.errors > 0) {
+        ok = false;
+        notes.push(
+          `${t.name}: ${unexpected} unexpected answers ${JSON.stringify(tally.unexpected)} and ${tally.errors} failed requests; first: ${tally.firstUnexpected}`,
+        );
+      }
+    }
+    return {
+      name: "memory",
+      ok,
+      targets: [],
+      ratios: {},
+      serverProblems: {
+        "counterpart (PostgreSQL)": pg.service.child.output
+          .problems()
+          .filter((l) => l !== "counterpart: stopped on SIGTERM"),
+        "counterpart (sandbox)": sandbox.child.output.problems(),
+      },
+      notes,
+      duration_s: durationS,
+      loops,
+      processes,
+      answered: Object.fromEntries(targets.map((t, k) => [t.name, tallies[k]?.answered])),
+    };
+  },
+};
