@@ -10,6 +10,8 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { signRequest } from "@counterpart/protocol";
 import pg from "pg";
+import { limits } from "./config/limits.ts";
+import { workerExecArgv } from "./main.ts";
 import { onPostgres, testDatabaseUrl } from "./testing/harness.ts";
 import { exitOf, type ServiceProcess, spawnServe, startService, tempDataDir } from "./testing/processes.ts";
 
@@ -330,6 +332,22 @@ describe("several API processes", () => {
           metrics,
         );
       assert.equal(Number(count?.[1]), 40, "aggregated over the workers");
+      // Each worker runs with a small young generation (limits.workerSemiSpaceMib).
+      const workers = fs
+        .readdirSync("/proc")
+        .filter((e) => /^\d+$/.test(e))
+        .filter((e) => {
+          try {
+            const stat = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+            return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === svc?.child.pid;
+          } catch {
+            return false;
+          }
+        })
+        .map((e) => fs.readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0"));
+      assert.equal(workers.length, 2);
+      for (const argv of workers)
+        assert.ok(argv.includes(`--max-semi-space-size=${limits.workerSemiSpaceMib}`), argv.join(" "));
       assert.equal(await svc.stop(), 0);
     } finally {
       if (svc !== undefined && svc.child.exitCode === null) await svc.stop();
@@ -338,6 +356,16 @@ describe("several API processes", () => {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
+});
+
+test("API workers get a small young generation unless the operator chose one", () => {
+  const own = `--max-semi-space-size=${limits.workerSemiSpaceMib}`;
+  assert.deepEqual(workerExecArgv([], undefined), [own]);
+  assert.deepEqual(workerExecArgv(["--enable-source-maps"], ""), ["--enable-source-maps", own]);
+  assert.deepEqual(workerExecArgv(["--max-semi-space-size=32"], undefined), ["--max-semi-space-size=32"]);
+  assert.deepEqual(workerExecArgv([], "--max-old-space-size=512 --max-semi-space-size=16"), []);
+  assert.deepEqual(workerExecArgv([], "--max_semi_space_size=16"), []);
+  assert.deepEqual(workerExecArgv([], "--max-semi-space-size-x=1"), [own]);
 });
 
 describe("background jobs and starts on PostgreSQL", () => {

@@ -282,8 +282,22 @@ async function runSingle(config: Config): Promise<RunningServer> {
   };
 }
 
+const semiSpaceFlag = "--max-semi-space-size";
+
+/**
+ * The V8 options an API worker starts with: the primary's, and a small young generation
+ * (limits.workerSemiSpaceMib) unless the operator gave one (in NODE_OPTIONS or on the command line).
+ */
+export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
+  // V8 reads `_` and `-` alike in its option names.
+  const given = [...execArgv, ...(nodeOptions ?? "").split(/\s+/)].map((a) => a.replaceAll("_", "-"));
+  if (given.some((a) => a === semiSpaceFlag || a.startsWith(`${semiSpaceFlag}=`))) return [...execArgv];
+  return [...execArgv, `${semiSpaceFlag}=${limits.workerSemiSpaceMib}`];
+}
+
 async function runPrimary(config: Config): Promise<RunningServer> {
   const { logger, database, services } = await prepare(config);
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS) });
   const aggregator = new AggregatorRegistry();
   const schemas = new LazySchemas();
   const admin = await listenAdmin(services, logger, schemas, async () => ({
