@@ -6,7 +6,8 @@
 // of orders, the deposit's order, the asset pairs, and every fifth time two refusals (a deposit
 // with a negative amount, 422; an order that does not exist, 404). Every request is freshly
 // signed. RSS is read from /proc/<pid>/status every 5 s; printed per process: after the first
-// minute, the highest, and at the end, with the requests answered. Nothing here is a ratio: the
+// minute, the highest, and at the end, with the requests answered and the time V8 spent
+// collecting garbage per request (the service's own /metrics, before and after the load). Nothing here is a ratio: the
 // figure to compare is the issue's bound, 256 MiB per API process on PostgreSQL.
 //
 // Environment (besides run.ts's): BENCH_MEMORY_S, BENCH_MEMORY_LOOPS, BENCH_DATABASE_URL,
@@ -162,6 +163,19 @@ async function setPrice(adminUrl: string): Promise<void> {
   if (res.status !== 200) throw new Error(`price set answered ${res.status}: ${res.body}`);
 }
 
+/** Seconds V8 spent collecting garbage in the service's API processes, from its /metrics (summed over them). */
+async function gcSeconds(adminUrl: string): Promise<number> {
+  const res = await fetch(`${adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${adminToken}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await res.text();
+  let sum = 0;
+  for (const m of text.matchAll(/^counterpart_nodejs_gc_duration_seconds_sum\{[^}]*\} ([0-9.e+-]+)$/gm))
+    sum += Number(m[1]);
+  return sum;
+}
+
 const mib = (kib: number | undefined) => (kib === undefined ? "-" : (kib / 1024).toFixed(0));
 
 export const memory: Scenario = {
@@ -239,6 +253,7 @@ export const memory: Scenario = {
     process.stdout.write(
       `bench: ${loops} loops per service for ${durationS} s; RSS sampled every ${sampleEveryMs / 1000} s\n`,
     );
+    const gcBefore = await Promise.all(targets.map((t) => gcSeconds(t.adminUrl)));
     const started = Date.now();
     const deadline = started + durationS * 1000;
     const tallies = targets.map(
@@ -266,6 +281,7 @@ export const memory: Scenario = {
       clearInterval(refresher);
     }
     for (const [k, t] of targets.entries()) sample(t, samples[k] as Samples, Date.now() - started);
+    const gcAfter = await Promise.all(targets.map((t) => gcSeconds(t.adminUrl)));
 
     const rows: string[][] = [];
     const processes: Record<string, unknown>[] = [];
@@ -282,6 +298,9 @@ export const memory: Scenario = {
           rss_mib_after_1_min: afterMinute < 0 ? null : Number(mib(series[afterMinute])),
           rss_mib_peak: Number(mib(Math.max(...series))),
           rss_mib_at_end: Number(mib(series.at(-1))),
+          rss_mib_each_minute: series
+            .filter((_, i) => i % Math.round(60_000 / sampleEveryMs) === 0)
+            .map((kib) => Number(mib(kib))),
         };
         processes.push(row);
         rows.push([
@@ -301,11 +320,14 @@ export const memory: Scenario = {
     );
 
     let ok = true;
+    const gcPerRequest: Record<string, number> = {};
     for (const [k, t] of targets.entries()) {
       const tally = tallies[k] as Tally;
       const answered = Object.values(tally.answered).reduce((a, b) => a + b, 0);
+      const gcUs = (((gcAfter[k] ?? 0) - (gcBefore[k] ?? 0)) * 1e6) / Math.max(1, answered);
+      gcPerRequest[t.name] = gcUs;
       process.stdout.write(
-        `\n${t.name}: ${answered} requests answered as expected (${(answered / durationS).toFixed(0)}/s): ${JSON.stringify(tally.answered)}\n`,
+        `\n${t.name}: ${answered} requests answered as expected (${(answered / durationS).toFixed(0)}/s), ${gcUs.toFixed(0)} µs of garbage collection per request: ${JSON.stringify(tally.answered)}\n`,
       );
       const unexpected = Object.values(tally.unexpected).reduce((a, b) => a + b, 0);
       if (unexpected > 0 || tally.errors > 0) {
@@ -330,6 +352,7 @@ export const memory: Scenario = {
       duration_s: durationS,
       loops,
       processes,
+      gc_us_per_request: gcPerRequest,
       answered: Object.fromEntries(targets.map((t, k) => [t.name, tallies[k]?.answered])),
     };
   },

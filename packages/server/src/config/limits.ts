@@ -101,12 +101,13 @@ export const limits = {
   /** With WORKERS=N, the start fails when N API workers are not listening within this bound. */
   workerStartMs: 120_000,
   /**
-   * V8's semi-space, in MiB, for each API worker of WORKERS=N (its young generation is a few of
-   * them): left to itself, V8 grows it to 64 MiB on a large machine, and a worker under load holds
-   * about 390 MiB; at 4 MiB, about 200 (docs/decisions.md, "A small young generation per API
-   * worker"). An operator's own --max-semi-space-size (NODE_OPTIONS) is kept.
+   * V8's semi-space, in MiB, for each API worker of WORKERS=N (its young generation is made of
+   * them). Left to itself, V8 sizes it from the heap limit, 64 MiB on a large machine, and a worker
+   * under a mixed load peaked at 380 MiB; at 16 MiB, 270-320 MiB for 12 µs more of garbage
+   * collection per request; smaller costs more (docs/decisions.md, "A smaller young generation per
+   * API worker"). An operator's own --max-semi-space-size (NODE_OPTIONS) is kept.
    */
-  workerSemiSpaceMib: 4,
+  workerSemiSpaceMib: 16,
   /** Graceful shutdown gives in-flight requests this long before closing. */
   shutdownGraceMs: 10_000,
   /**
