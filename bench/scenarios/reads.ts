@@ -171,17 +171,20 @@ export const reads: Scenario = {
     const cpuBound = comparisons.map((c) => ({
       path: c.path,
       counterpart_us: c.counterpart.serverCpuUsPerOp,
+      reference_us: c.reference.serverCpuUsPerOp,
       bare_verify_us: bare.side.serverCpuUsPerOp,
       ratio: c.counterpart.serverCpuUsPerOp / bare.side.serverCpuUsPerOp,
+      reference_ratio: c.reference.serverCpuUsPerOp / bare.side.serverCpuUsPerOp,
     }));
     printTable(
       `server CPU per read against a bare route plus one verification (${bare.side.opsPerS.toFixed(0)} req/s at ${bare.side.serverCpuUsPerOp.toFixed(0)} µs)`,
-      ["path", "CP srv CPU µs/req", "÷ bare + verify", "target ≤ 1.3"],
+      ["path", "CP srv CPU µs/req", "÷ bare + verify", "target ≤ 1.3", "reference ÷ bare + verify"],
       cpuBound.map((b) => [
         b.path,
         b.counterpart_us.toFixed(0),
         b.ratio.toFixed(2),
         b.ratio <= 1.3 ? "met" : "NOT met",
+        b.reference_ratio.toFixed(2),
       ]),
     );
     notes.push(...loadNotes(targets));
