@@ -21,15 +21,19 @@ export const witnessColumn = "partner_credentials";
 
 /**
  * Runs a hot read as a prepared statement (executePrepared); with a witness, the statement also
- * carries the partner's credentials, which the witness observes from its first row.
+ * carries the partner's credentials, which the witness observes from its first row. `firstRowOnly`
+ * wraps the column so that only the statement's first row carries them (the others: null), for a
+ * statement of many rows.
  */
 export async function selectWitnessed<DB, TB extends keyof DB, O>(
   db: Db,
   query: SelectQueryBuilder<DB, TB, O>,
   witness: CredentialWitness | undefined,
+  firstRowOnly?: (column: RawBuilder<unknown>) => RawBuilder<unknown>,
 ): Promise<O[]> {
   if (witness === undefined) return executePrepared(db, query);
-  const rows = await executePrepared(db, query.select(witness.column.as(witnessColumn)));
+  const column = firstRowOnly === undefined ? witness.column : firstRowOnly(witness.column);
+  const rows = await executePrepared(db, query.select(column.as(witnessColumn)));
   const first = rows[0] as Record<string, unknown> | undefined;
   if (first !== undefined) witness.observe(first[witnessColumn]);
   return rows;

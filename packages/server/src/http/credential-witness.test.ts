@@ -10,8 +10,11 @@ import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from "kysely";
 import { buildPartnerApp } from "../app.ts";
+import { type CredentialWitness, witnessColumn } from "../db/credential-witness.ts";
 import type { DatabaseHandle } from "../db/database.ts";
+import { listOrders } from "../modules/orders/orders-store.ts";
 import { defaultRateLimits } from "../modules/partners/index.ts";
+import { credentialsColumn, credentialsFromJson } from "../modules/partners/partners-store.ts";
 import { systemRandom } from "../platform/random.ts";
 import { buildServices } from "../services.ts";
 import { insertClient } from "../testing/fixtures.ts";
@@ -260,5 +263,42 @@ describe("reads authenticated by their own statement", () => {
     const restored = await get(second, partner, "/v1/partner/asset-pairs");
     assert.equal(restored.statusCode, 200);
     assert.equal(restored.headers["ratelimit-limit"], String(defaultRateLimits.reads));
+  });
+
+  test("a page of orders carries the credentials on its first row only, and on an empty page's row", async () => {
+    const { partner } = await partnerWithOrder("page-rows");
+    for (const n of [2, 3]) {
+      const res = await ctx.signed({
+        method: "POST",
+        url: "/v1/partner/deposits",
+        partner,
+        body: {
+          partner_client_id: "client-1",
+          asset_id: "AED",
+          amount: "1",
+          partner_order_ref: `page-rows-${n}`,
+        },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+    }
+    const seen: unknown[] = [];
+    const witness: CredentialWitness = {
+      column: credentialsColumn(partner.id),
+      observe: (v) => seen.push(v),
+    };
+    const filter = { clientId: null, sources: [], statuses: [], from: null, to: null };
+    const db = ctx.services.database.db;
+
+    const page = await listOrders(db, partner.id, filter, 1, 10, witness);
+    assert.equal(page.total, 3);
+    assert.equal(page.rows.length, 3);
+    const carried = page.rows.map((r) => (r as unknown as Record<string, unknown>)[witnessColumn]);
+    assert.equal(typeof carried[0], "string");
+    assert.deepEqual(carried.slice(1), [null, null]);
+    assert.equal(credentialsFromJson(seen[0])?.id, partner.id);
+
+    const beyond = await listOrders(db, partner.id, filter, 5, 10, witness);
+    assert.deepEqual([beyond.total, beyond.rows.length], [3, 0]);
+    assert.equal(credentialsFromJson(seen[1])?.id, partner.id);
   });
 });

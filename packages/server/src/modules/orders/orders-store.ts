@@ -99,7 +99,7 @@ export interface OrderFilter {
 /**
  * A page of the partner's orders and how many match, in one statement: the count, joined
  * laterally to the page, so that the statement returns one row even when the page is empty (its
- * order columns then null). With a witness, that row also carries the partner's credentials.
+ * order columns then null). With a witness, its first row also carries the partner's credentials.
  */
 export async function listOrders(
   db: Q,
@@ -137,7 +137,15 @@ export async function listOrders(
     .selectAll("p")
     .orderBy("p.created_at", "desc")
     .orderBy("p.id", "desc");
-  const result = await selectWitnessed(db, statement, witness);
+  // The credentials ride on the first row alone (the window orders as the statement does, over
+  // the page's rows only), not on each of the page's rows.
+  const result = await selectWitnessed(
+    db,
+    statement,
+    witness,
+    (column) =>
+      sql`CASE WHEN row_number() OVER (ORDER BY p.created_at DESC, p.id DESC) = 1 THEN ${column} END`,
+  );
   const first = result[0];
   if (first === undefined) throw new Error("the page of orders returned no row");
   const rows = result.filter((r) => r.id !== null) as OrderRow[];
