@@ -15,7 +15,8 @@
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
 //   BENCH_MEMORY_S          seconds of mixed load in the memory scenario (default 600)
-//   BENCH_MEMORY_LOOPS      concurrent loops per service in the memory scenario (default 8)
+//   BENCH_MEMORY_LOOPS      concurrent loops per service in the memory scenario (default 8, at most
+//                           64 and at most BENCH_CLIENTS)
 //
 // To add a benchmark, write bench/scenarios/<name>.ts exporting a Scenario (see lib.ts) and add
 // it to `scenarios` below.

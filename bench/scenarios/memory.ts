@@ -186,10 +186,15 @@ export const memory: Scenario = {
 
   async run(ctx): Promise<ScenarioReport> {
     const durationS = intFromEnv("BENCH_MEMORY_S", 600, 10, 7_200);
-    const loops = intFromEnv("BENCH_MEMORY_LOOPS", 8, 1, 256);
+    // One client each: the PostgreSQL side has startPair's BENCH_CLIENTS (64 by default).
+    const loops = intFromEnv("BENCH_MEMORY_LOOPS", 8, 1, 64);
     const notes: string[] = [];
 
     const pg = await startPair(ctx, { referenceAed: "0" });
+    if (loops > pg.clientCount)
+      throw new Error(
+        `BENCH_MEMORY_LOOPS (${loops}) is above BENCH_CLIENTS (${pg.clientCount}): one client per loop`,
+      );
     const sandbox = await startService(ctx.cleanup, {
       dataDir: path.join(ctx.scratchDir, "sandbox"),
       env: { ADMIN_TOKEN: adminToken },
