@@ -9,6 +9,10 @@ const uniqueViolationCode = "23505";
 const insufficientFundsCode = "CP001";
 /** Raised by execute_quote() (migration 0009) when the token's quote cannot be spent (any more). */
 const unspendableTokenCode = "CP002";
+/** Raised by signed_fund_order() (migration 0018): the partner's credentials are not the ones given. */
+const credentialsChangedCode = "CP003";
+/** Raised by signed_fund_order() (migration 0018): the request's signature was already recorded. */
+const signatureUsedCode = "CP004";
 /** Serialisation failures and deadlocks: the transaction can be run again. */
 const retryableCodes = new Set(["40001", "40P01"]);
 
@@ -16,7 +20,9 @@ const retryableCodes = new Set(["40001", "40P01"]);
 export type DatabaseError =
   | { kind: "unique_violation"; constraint: string }
   | { kind: "insufficient_funds" }
-  | { kind: "unspendable_token" };
+  | { kind: "unspendable_token" }
+  | { kind: "credentials_changed" }
+  | { kind: "signature_used" };
 
 function pgErrorCode(err: unknown): string | undefined {
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
@@ -36,6 +42,10 @@ export function databaseError(err: unknown): DatabaseError | null {
       return { kind: "insufficient_funds" };
     case unspendableTokenCode:
       return { kind: "unspendable_token" };
+    case credentialsChangedCode:
+      return { kind: "credentials_changed" };
+    case signatureUsedCode:
+      return { kind: "signature_used" };
     default:
       return null;
   }

@@ -8,60 +8,33 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from "kysely";
-import { buildPartnerApp } from "../app.ts";
 import { type CredentialWitness, witnessColumn } from "../db/credential-witness.ts";
-import type { DatabaseHandle } from "../db/database.ts";
 import { listOrders } from "../modules/orders/orders-store.ts";
 import { defaultRateLimits } from "../modules/partners/index.ts";
 import { credentialsColumn, credentialsFromJson } from "../modules/partners/partners-store.ts";
-import { systemRandom } from "../platform/random.ts";
-import { buildServices } from "../services.ts";
+import {
+  type CountedProcess,
+  type StatementCounter,
+  startCountedProcess,
+} from "../testing/counted-process.ts";
 import { insertClient } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
-
-/**
- * Counts the statements executed through a Kysely instance: by their results, since a query built
- * from subqueries passes through transformQuery once per subquery.
- */
-class StatementCounter implements KyselyPlugin {
-  count = 0;
-  transformQuery(args: PluginTransformQueryArgs) {
-    return args.node;
-  }
-  async transformResult(args: PluginTransformResultArgs) {
-    this.count++;
-    return args.result;
-  }
-}
 
 describe("reads authenticated by their own statement", () => {
   let ctx: TestContext;
   /** A second process of the service on the same database, whose statements are counted. */
+  let counted: CountedProcess;
   let second: FastifyInstance;
-  const statements = new StatementCounter();
+  let statements: StatementCounter;
 
   before(async () => {
     ctx = await startTestContext();
-    const shared = ctx.services.database;
-    const counted: DatabaseHandle = {
-      db: shared.db.withPlugin(statements),
-      kind: shared.kind,
-      withScriptSession: (work) => shared.withScriptSession(work),
-      tryAdvisoryLock: (key) => shared.tryAdvisoryLock(key),
-      close: async () => {},
-    };
-    const services = buildServices({
-      config: ctx.config,
-      database: counted,
-      clock: ctx.clock,
-      random: systemRandom,
-    });
-    second = buildPartnerApp(services, { logger: false });
-    await second.ready();
+    counted = await startCountedProcess(ctx);
+    second = counted.app;
+    statements = counted.statements;
   });
   after(async () => {
-    await second.close();
+    await counted.close();
     await ctx.close();
   });
 

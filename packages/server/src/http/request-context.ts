@@ -1,11 +1,14 @@
 // What the HTTP layer learns about a request before the handler runs.
 
 import type { FieldError } from "@counterpart/protocol";
-import type { CredentialCheck, RateClass } from "../modules/partners/index.ts";
+import type { CredentialCheck, RateClass, SignedWrite } from "../modules/partners/index.ts";
 
-/** A read authenticated by the credentials its process kept, not yet by the partner's row. */
+/**
+ * A request authenticated by the credentials its process kept, not yet by the partner's row: a
+ * read (CredentialCheck) or a write whose statement records its signature (SignedWrite).
+ */
 export interface PendingCredentials {
-  check: CredentialCheck;
+  check: CredentialCheck | SignedWrite;
   /** The budget the request was taken from (null: rate limits off), to be checked again by the row's. */
   rateClass: RateClass | null;
   limit: number | null;
@@ -39,5 +42,12 @@ declare module "fastify" {
      * answer is held until the credentials are read.
      */
     witnessesCredentials?: boolean;
+    /**
+     * Set on signed state-changing routes whose one write records the request's signature in its
+     * own statement (modules/partners, SignedWrite). The route must hand `signedWrite(request)` to
+     * that statement and tell it what the statement did; whatever ends otherwise is settled by the
+     * partner's row, its signature recorded, before the answer leaves.
+     */
+    recordsSignature?: boolean;
   }
 }

@@ -7,11 +7,13 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
 import type { CredentialWitness } from "../db/credential-witness.ts";
 import {
+  CredentialCheck,
   effectiveLimit,
   type PartnerAuthenticator,
   type RateClass,
   type RateDecision,
   type RateLimiter,
+  SignedWrite,
 } from "../modules/partners/index.ts";
 import { announcesBody, readBodyBytes } from "./body-parsing.ts";
 import { sendError } from "./http-error.ts";
@@ -102,15 +104,23 @@ export function signatureAuthHook(authenticator: PartnerAuthenticator, limiter: 
     if (request.rawBody === null && bodylessMethods.has(request.raw.method ?? "") && announcesBody(request)) {
       request.rawBody = await readBodyBytes(request, request.raw, limits.jsonBodyBytesMax);
     }
-    const provisional =
-      request.raw.method === "GET" && request.routeOptions.config?.witnessesCredentials === true;
-    return authenticate(authenticator, request, reply, limiter, provisional);
+    const config = request.routeOptions.config;
+    const provisional = request.raw.method === "GET" && config?.witnessesCredentials === true;
+    const recordInStatement = request.raw.method === "POST" && config?.recordsSignature === true;
+    return authenticate(authenticator, request, reply, limiter, provisional, recordInStatement);
   };
 }
 
 /** What a witnessing route hands its statement: the request's pending check, if it has one. */
 export function credentialWitness(request: FastifyRequest): CredentialWitness | undefined {
-  return request.credentialCheck?.check;
+  const check = request.credentialCheck?.check;
+  return check instanceof CredentialCheck ? check : undefined;
+}
+
+/** What a route that records the signature hands its write: the request's SignedWrite, if any. */
+export function signedWrite(request: FastifyRequest): SignedWrite | undefined {
+  const check = request.credentialCheck?.check;
+  return check instanceof SignedWrite ? check : undefined;
 }
 
 const rateLimitFields = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"];
@@ -191,6 +201,7 @@ export async function authenticate(
   reply: FastifyReply,
   limiter: RateLimiter | null,
   provisional = false,
+  recordInStatement = false,
 ): Promise<FastifyReply | undefined> {
   const result = await authenticator.authenticate(
     {
@@ -203,7 +214,7 @@ export async function authenticate(
       body: request.rawBody ?? undefined,
       clientIp: request.ip,
     },
-    { provisional },
+    { provisional, recordInStatement },
   );
   if (!result.ok) return refuse(request, reply, result.cause);
   request.partnerId = result.partnerId;
@@ -227,7 +238,31 @@ export async function authenticate(
       decision = await limiter.take(result.partnerId, cls, limit);
     }
   }
-  request.credentialCheck = pending === null ? null : { check: pending, rateClass: cls, limit };
+  if (pending instanceof SignedWrite) {
+    const taken = limit;
+    const partnerId = result.partnerId;
+    pending.beforeWrite = async (settled) => {
+      const now = effectiveLimit(settled.rateLimits, cls);
+      if (now === taken) return null;
+      const again = await limiter.take(partnerId, cls, now);
+      if (again === null) {
+        for (const field of rateLimitFields) reply.removeHeader(field);
+        return null;
+      }
+      setRateLimitFields(reply, again);
+      if (again.allowed) return null;
+      request.log.debug({ rateClass: cls, partnerId }, "rate limit reached");
+      reply.header("Retry-After", again.retryAfterSeconds);
+      return "too_many_requests";
+    };
+  }
+  // A write is taken from the budget it was judged by: its statement checks that budget is still
+  // the row's; when it is not, the write is judged again by the row, and taken from the row's
+  // budget (beforeWrite), before it changes anything.
+  request.credentialCheck =
+    pending === null
+      ? null
+      : { check: pending, rateClass: pending instanceof SignedWrite ? null : cls, limit };
   if (decision === null) return undefined;
   setRateLimitFields(reply, decision);
   if (decision.allowed) return undefined;

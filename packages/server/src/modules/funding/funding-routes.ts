@@ -5,6 +5,7 @@ import { type Static, Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { signedWrite } from "../../http/signature-auth.ts";
 import { OrderSchema } from "../orders/index.ts";
 import type { FundingService } from "./funding-service.ts";
 
@@ -65,6 +66,8 @@ export function fundingRoutes(app: FastifyInstance, funding: FundingService): vo
     app.post<{ Body: FundingBodyType }>(
       url,
       {
+        // The order's statement records the request's signature (SignedWrite): one commit per order.
+        config: { recordsSignature: true },
         schema: {
           tags: ["funding"],
           operationId,
@@ -83,10 +86,11 @@ export function fundingRoutes(app: FastifyInstance, funding: FundingService): vo
           amount,
           partnerOrderRef: body.partner_order_ref,
         };
+        const signed = signedWrite(request);
         const result =
           kind === "deposit"
-            ? await funding.deposit(request.partnerId!, req)
-            : await funding.withdraw(request.partnerId!, req);
+            ? await funding.deposit(request.partnerId!, req, signed)
+            : await funding.withdraw(request.partnerId!, req, signed);
         if (!result.ok) throw new HttpError(result.error);
         return { result: result.order };
       },

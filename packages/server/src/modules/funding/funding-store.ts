@@ -60,3 +60,37 @@ export async function fundOrder(db: Db | Tx, order: FundingOrder): Promise<Selec
   if (row === undefined) throw new Error("fund_order returned no order");
   return row;
 }
+
+/** What signedFundOrder checks and records of the request that asks for the order. */
+export interface OrderSignature {
+  signature: Uint8Array;
+  expiresAtIso: string;
+  publicKeys: readonly string[];
+  allowedIps: readonly string[];
+  budgets: readonly [number | null, number | null, number | null];
+}
+
+/**
+ * As fundOrder, in the same statement as the request's replay record (signed_fund_order, migration
+ * 0018). Throws as fundOrder does, and also the database's error for credentials that changed
+ * (credentials_changed) or a signature already recorded (signature_used). Nothing is written, the
+ * record included, when it throws.
+ */
+export async function signedFundOrder(
+  db: Db,
+  order: FundingOrder,
+  signed: OrderSignature,
+): Promise<Selectable<OrdersTable>> {
+  const [reads, writes, quotes] = signed.budgets;
+  const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
+    SELECT * FROM signed_fund_order(${signed.signature}, ${signed.expiresAtIso}::timestamptz,
+                                    ${signed.publicKeys}::text[], ${signed.allowedIps}::text[],
+                                    ${reads}::integer, ${writes}::integer, ${quotes}::integer,
+                                    ${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
+                                    ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
+                                    ${legArguments(order.legs, order.slot)})
+  `.execute(db);
+  const row = rows[0];
+  if (row === undefined) throw new Error("signed_fund_order returned no order");
+  return row;
+}

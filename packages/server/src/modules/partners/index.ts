@@ -6,6 +6,7 @@ export {
   PartnerAuthenticator,
   parseRange,
   type SignedRequest,
+  SignedWrite,
 } from "./partner-auth.ts";
 export {
   AdminPartnerKeyListSchema,

@@ -13,6 +13,7 @@ import {
   canonicalString,
   checkTimestamp,
   decodeSignature,
+  type ErrorName,
   generateKeyPair,
   parsePublicKey,
   verifySignature,
@@ -31,6 +32,7 @@ import {
   credentialsFromJson,
   type PartnerCredentials,
   readCredentials,
+  type SignatureRecord,
 } from "./partners-store.ts";
 import type { RateLimitOverrides } from "./rate-limits.ts";
 
@@ -60,7 +62,7 @@ export type AuthResult =
        * Set when the request was accepted by the credentials this process kept, without reading
        * them (`provisional`): it is authenticated only once this check settles.
        */
-      pending?: CredentialCheck;
+      pending?: CredentialCheck | SignedWrite;
     }
   | { ok: false; cause: AuthFailureCause };
 
@@ -96,6 +98,101 @@ export class CredentialCheck implements CredentialWitness {
   async settle(): Promise<AuthResult> {
     if (this.#result === null) this.#result = this.#confirm(await this.#read());
     return this.#result;
+  }
+}
+
+/**
+ * A state-changing request accepted by the credentials its process kept, whose signature is
+ * recorded by the statement that makes its change, in that change's transaction (docs/decisions.md,
+ * "A signed write recorded in its order's statement"). That statement first checks that the
+ * partner's row still holds `publicKeys`, `allowedIps` and `budgets` and that the partner is
+ * active (else the request is judged again by the row, which this process then keeps), then
+ * records the signature, and only then changes anything. Until the route reports what the
+ * statement did, the request is not authenticated: a request that ends without that statement
+ * recording (refused by a check before it, or by what it raised) is settled by the way every other
+ * state-changing request is (its signature recorded by a statement of its own), before anything is
+ * answered.
+ */
+export class SignedWrite {
+  readonly partnerId: string;
+  readonly signature: Uint8Array;
+  readonly expiresAtIso: string;
+  readonly publicKeys: readonly string[];
+  readonly allowedIps: readonly string[];
+  /** The rate-limit budgets the request was taken from (null: the default). */
+  readonly budgets: readonly [number | null, number | null, number | null];
+  readonly #accepted: AuthResult;
+  readonly #judgeAgain: () => Promise<AuthResult>;
+  #result: AuthResult | null = null;
+
+  constructor(
+    accepted: AuthResult & { ok: true },
+    record: SignatureRecord,
+    judgeAgain: () => Promise<AuthResult>,
+  ) {
+    this.partnerId = accepted.partnerId;
+    this.signature = record.signature;
+    this.expiresAtIso = record.expiresAtIso;
+    this.publicKeys = record.judgedBy.public_keys;
+    this.allowedIps = record.judgedBy.allowed_ips;
+    const { rate_limit_reads, rate_limit_writes, rate_limit_quotes } = record.judgedBy;
+    this.budgets = [rate_limit_reads, rate_limit_writes, rate_limit_quotes];
+    this.#accepted = accepted;
+    this.#judgeAgain = judgeAgain;
+  }
+
+  /** Whether the request is still to be settled: no statement has recorded its signature. */
+  get open(): boolean {
+    return this.#result === null;
+  }
+
+  /** The change's statement recorded the signature: the request is authenticated. */
+  recorded(): void {
+    if (this.#result === null) this.#result = this.#accepted;
+  }
+
+  /** The change's statement found the signature already recorded: the request is a replay. */
+  replayed(): void {
+    if (this.#result === null) this.#result = fail("replay");
+  }
+
+  /**
+   * The change's statement failed with its connection: whether it committed is not known, so the
+   * request keeps the answer it has (a 503), and is not judged again (it would find its own record).
+   */
+  undecided(): void {
+    if (this.#result === null) this.#result = this.#accepted;
+  }
+
+  /**
+   * The request's authentication: as the change's statement settled it, or else judged again by
+   * the partner's row, its signature recorded by a statement of its own (or in Redis).
+   */
+  async settle(): Promise<AuthResult> {
+    if (this.#result === null) this.#result = await this.#judgeAgain();
+    return this.#result;
+  }
+
+  /**
+   * What the HTTP layer does once the request is judged again before its write (the budget the row
+   * holds now, when it is not the one the request was taken from): an error to answer instead, or
+   * null to go on.
+   */
+  #beforeWrite: ((settled: AuthResult & { ok: true }) => Promise<ErrorName | null>) | null = null;
+
+  set beforeWrite(step: (settled: AuthResult & { ok: true }) => Promise<ErrorName | null>) {
+    this.#beforeWrite = step;
+  }
+
+  /**
+   * Settles the request by the partner's row before its change is made without the statement
+   * that records (its credentials changed since they were kept): the error to answer instead of
+   * making it, or null.
+   */
+  async settleForWrite(): Promise<ErrorName | null> {
+    const settled = await this.settle();
+    if (!settled.ok) return "unauthorized";
+    return this.#beforeWrite === null ? null : this.#beforeWrite(settled);
   }
 }
 
@@ -150,9 +247,14 @@ export class PartnerAuthenticator {
    * Judges a signed request. With `provisional` (a read whose route carries the credentials in its
    * own statement), a request the credentials this process kept accept is not read again here: it
    * comes back with `pending`, which the route's statement or the answer settles. A request they
-   * refuse is judged by the row, as every other.
+   * refuse is judged by the row, as every other. With `recordInStatement` (a state-changing route
+   * whose statement records the signature), a request the kept credentials accept comes back
+   * with a SignedWrite as `pending`, when the signature is to be recorded in the database.
    */
-  async authenticate(req: SignedRequest, options: { provisional?: boolean } = {}): Promise<AuthResult> {
+  async authenticate(
+    req: SignedRequest,
+    options: { provisional?: boolean; recordInStatement?: boolean } = {},
+  ): Promise<AuthResult> {
     const { partnerId, timestamp, signature } = req;
     if (partnerId === undefined || timestamp === undefined || signature === undefined) {
       return fail("missing_header");
@@ -208,6 +310,22 @@ export class PartnerAuthenticator {
       }
       // Refused by what this process kept: judged again by the row, below, with this judgement.
     }
+    if (
+      !current &&
+      partner !== undefined &&
+      expiresAtIso !== null &&
+      options.recordInStatement === true &&
+      this.#recordInDatabase()
+    ) {
+      early = this.#judge(partner, canonical, sigBytes, req.clientIp);
+      if (early.ok) {
+        const pending = new SignedWrite(early, { signature: sigBytes, expiresAtIso, judgedBy: partner }, () =>
+          this.authenticate(req),
+        );
+        return { ...early, pending };
+      }
+      // Refused by what this process kept: judged again by the row, below, with this judgement.
+    }
     for (let round = 0; round < 3; round++) {
       // Verified even when the partner is unknown (against a stand-in key): an unknown partner
       // costs one statement and three verifications, as a refused known one does.
@@ -230,6 +348,10 @@ export class PartnerAuthenticator {
         this.#remember(id, partner);
         current = true;
         continue;
+      }
+      // Kept with the budgets as the row holds them now, which a SignedWrite's statement checks.
+      if (!current && read.partner !== undefined && !sameBudgets(read.partner, partner!)) {
+        this.#remember(id, read.partner);
       }
       // The budgets as the row holds them now (they do not change the judgement).
       const judgedNow = judged.ok && read.partner !== undefined ? withLimits(judged, read.partner) : judged;
@@ -353,6 +475,14 @@ function sameCredentials(a: PartnerCredentials | undefined, b: PartnerCredential
     a.public_keys.every((pem, i) => pem === b.public_keys[i]) &&
     a.allowed_ips.length === b.allowed_ips.length &&
     a.allowed_ips.every((ip, i) => ip === b.allowed_ips[i])
+  );
+}
+
+function sameBudgets(a: PartnerCredentials, b: PartnerCredentials): boolean {
+  return (
+    a.rate_limit_reads === b.rate_limit_reads &&
+    a.rate_limit_writes === b.rate_limit_writes &&
+    a.rate_limit_quotes === b.rate_limit_quotes
   );
 }
 

@@ -1,0 +1,296 @@
+// A deposit or withdrawal whose signature its order's statement records (docs/decisions.md, "A
+// signed write recorded in its order's statement"): with the credentials its process kept, it costs
+// two statements and one commit; a replay is a 401 whatever the first request's outcome; a partner
+// disabled, re-keyed, moved to another allow-list or given another budget is judged by its row
+// before anything is written; identical requests at once make one order; and a statement whose
+// connection fails after it committed keeps its 503, never a 401 from finding its own record.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId } from "kysely";
+import { DatabaseUnavailableError } from "../../db/database.ts";
+import { type CountedProcess, startCountedProcess } from "../../testing/counted-process.ts";
+import { insertClient } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext, type TestPartner, testNote } from "../../testing/harness.ts";
+import { checkLedger, clientBalances } from "../ledger/index.ts";
+
+/** Fails the connection of the next signed_fund_order statement after it committed, once armed. */
+class LostAfterCommit implements KyselyPlugin {
+  armed = false;
+  readonly #marked = new Set<QueryId>();
+  transformQuery(args: PluginTransformQueryArgs) {
+    if (this.armed && JSON.stringify(args.node).includes("signed_fund_order")) this.#marked.add(args.queryId);
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs) {
+    if (this.#marked.delete(args.queryId)) {
+      this.armed = false;
+      throw new DatabaseUnavailableError(new Error("Connection terminated unexpectedly"));
+    }
+    return args.result;
+  }
+}
+
+interface Post {
+  url: "/v1/partner/deposits" | "/v1/partner/withdrawals";
+  body: Record<string, unknown>;
+  partner: TestPartner;
+  /** The same time gives the same signature: a replay. */
+  atMs: number;
+  key?: string;
+  remoteAddress?: string;
+}
+
+describe("a deposit or withdrawal recorded in its order's statement", () => {
+  let ctx: TestContext;
+  let counted: CountedProcess;
+  /** The process that did not make the changes below: it keeps credentials the row may no longer hold. */
+  let second: FastifyInstance;
+  const lost = new LostAfterCommit();
+
+  before(async () => {
+    ctx = await startTestContext();
+    counted = await startCountedProcess(ctx, [lost]);
+    second = counted.app;
+  });
+  after(async () => {
+    await counted.close();
+    await ctx.close();
+  });
+
+  function send(app: FastifyInstance, p: Post): Promise<LightMyRequestResponse> {
+    const payload = JSON.stringify(p.body);
+    const headers = signRequest({
+      partnerId: p.partner.id,
+      privateKey: p.key ?? p.partner.privateKeyPem,
+      method: "POST",
+      target: p.url,
+      body: payload,
+      nowMs: p.atMs,
+    });
+    return app.inject({
+      method: "POST",
+      url: p.url,
+      headers: { ...headers, "content-type": "application/json" },
+      payload,
+      remoteAddress: p.remoteAddress ?? "127.0.0.1",
+    });
+  }
+
+  /** A time for a new request: a millisecond after the previous one. */
+  function now(): number {
+    ctx.clock.advance(1);
+    return ctx.clock.nowMs();
+  }
+
+  const deposit = (ref: string, amount = "10", client = "client-1") => ({
+    url: "/v1/partner/deposits" as const,
+    body: { partner_client_id: client, asset_id: "AED", amount, partner_order_ref: ref },
+  });
+  const withdrawal = (ref: string, amount: string) => ({
+    url: "/v1/partner/withdrawals" as const,
+    body: { partner_client_id: "client-1", asset_id: "AED", amount, partner_order_ref: ref },
+  });
+
+  /** A partner with client-1, whose credentials `second` has kept (one request made there). */
+  async function keptPartner(name: string, allowIps?: string[]) {
+    const partner = await ctx.addPartner({ name, ...(allowIps === undefined ? {} : { allowIps }) });
+    const client = await insertClient(ctx.services.database.db, partner.id, 1);
+    const first = await send(second, { ...deposit(`${name}-first`), partner, atMs: now() });
+    assert.equal(first.statusCode, 200, first.body);
+    return { partner, clientId: client.id };
+  }
+
+  /** What a request may change: the partner's orders, its recorded signatures, the client's AED. */
+  async function state(partnerId: string, clientId: number) {
+    const db = ctx.services.database.db;
+    const count = async (table: "orders" | "used_signatures") =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .where("partner_id", "=", partnerId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const balance = (await clientBalances(db, clientId)).get("AED")?.balance ?? 0n;
+    return { orders: await count("orders"), signatures: await count("used_signatures"), balance };
+  }
+
+  function assertCode(res: LightMyRequestResponse, status: number, code: number, why: string): void {
+    assert.equal(res.statusCode, status, `${why}: ${res.body}`);
+    assert.equal((res.json() as { code: number }).code, code, why);
+  }
+
+  test("with the credentials kept, an order costs two statements, and its replay is a 401 that changes nothing", async () => {
+    const { partner, clientId } = await keptPartner("two-statements");
+    for (const request of [deposit("two-1"), withdrawal("two-2", "3")]) {
+      const before = await state(partner.id, clientId);
+      const atMs = now();
+      counted.statements.count = 0;
+      const res = await send(second, { ...request, partner, atMs });
+      assert.equal(res.statusCode, 200, res.body);
+      // The client and the asset in one; the signature's record and the order in the other.
+      assert.equal(counted.statements.count, 2, request.url);
+      const after = await state(partner.id, clientId);
+      assert.equal(after.orders, before.orders + 1);
+      assert.equal(after.signatures, before.signatures + 1, "recorded with the order");
+
+      for (const app of [second, ctx.app]) {
+        assertCode(await send(app, { ...request, partner, atMs }), 401, 401, `${request.url} replayed`);
+      }
+      assert.deepEqual(await state(partner.id, clientId), after, "a replay changes nothing");
+    }
+    assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
+  test("a refused order records its signature before it answers: replayed once the cause is gone, still a 401", async () => {
+    const { partner, clientId } = await keptPartner("refused");
+    const refusals: [Post, number, number, () => Promise<void>][] = [
+      // Funds short; then the funds arrive.
+      [
+        { ...withdrawal("refused-w", "1000"), partner, atMs: now() },
+        400,
+        3005,
+        async () => {
+          const res = await send(second, { ...deposit("refused-funds", "5000"), partner, atMs: now() });
+          assert.equal(res.statusCode, 200, res.body);
+        },
+      ],
+      // No such client; then the client is onboarded.
+      [
+        { ...deposit("refused-c", "10", "client-2"), partner, atMs: now() },
+        400,
+        2008,
+        async () => {
+          await insertClient(ctx.services.database.db, partner.id, 2);
+        },
+      ],
+      // A reference taken: the answer the first time too, so nothing to change.
+      [{ ...deposit("refused-first"), partner, atMs: now() }, 409, 2020, async () => {}],
+      // Not an amount the contract accepts.
+      [{ ...deposit("refused-a", "-1"), partner, atMs: now() }, 422, 422, async () => {}],
+    ];
+    for (const [request, status, code, removeCause] of refusals) {
+      const before = await state(partner.id, clientId);
+      assertCode(await send(second, request), status, code, request.body.partner_order_ref as string);
+      const after = await state(partner.id, clientId);
+      assert.deepEqual(
+        after,
+        { ...before, signatures: before.signatures + 1 },
+        "only the signature recorded",
+      );
+      await removeCause();
+      const changed = await state(partner.id, clientId);
+      assertCode(await send(second, request), 401, 401, "replayed after the refusal");
+      assert.deepEqual(await state(partner.id, clientId), changed, "the replay changed nothing");
+    }
+  });
+
+  test("a partner disabled, re-keyed, moved or given another budget since the process kept it is judged by its row first", async () => {
+    const { partner, clientId } = await keptPartner("changed", ["127.0.0.1/32", "10.9.0.0/16"]);
+    const partners = ctx.services.partners;
+    const refusedChangesNothing = async (request: Post, why: string) => {
+      const before = await state(partner.id, clientId);
+      assertCode(await send(second, request), 401, 401, why);
+      assert.deepEqual(
+        await state(partner.id, clientId),
+        before,
+        `${why}: nothing written, nothing recorded`,
+      );
+    };
+    const accepted = async (request: Post, why: string) => {
+      const before = await state(partner.id, clientId);
+      const res = await send(second, request);
+      assert.equal(res.statusCode, 200, `${why}: ${res.body}`);
+      const after = await state(partner.id, clientId);
+      assert.deepEqual(after, {
+        orders: before.orders + 1,
+        signatures: before.signatures + 1,
+        balance: after.balance,
+      });
+      assertCode(await send(second, request), 401, 401, `${why}, replayed`);
+      assert.deepEqual(await state(partner.id, clientId), after);
+    };
+
+    assert.ok((await partners.setActive(partner.id, false, testNote)).ok);
+    await refusedChangesNothing({ ...deposit("changed-1"), partner, atMs: now() }, "disabled");
+    assert.ok((await partners.setActive(partner.id, true, testNote)).ok);
+    await accepted({ ...deposit("changed-2"), partner, atMs: now() }, "enabled again");
+
+    // A key added: the keys the row holds are no longer the ones kept, and the old key still signs.
+    const next = generateKeyPair();
+    assert.ok((await partners.addKey(partner.id, "next", next.publicKeyPem, testNote)).ok);
+    await accepted({ ...deposit("changed-3"), partner, atMs: now() }, "the old key, a key added since");
+    // Every key replaced by the new one: the old key no longer signs.
+    assert.ok((await partners.setKey(partner.id, next.publicKeyPem, testNote)).ok);
+    await refusedChangesNothing({ ...deposit("changed-4"), partner, atMs: now() }, "the old key, retired");
+    await accepted({ ...deposit("changed-5"), partner, atMs: now(), key: next.privateKeyPem }, "the new key");
+
+    assert.ok((await partners.setIps(partner.id, ["10.9.0.0/16"], testNote)).ok);
+    const moved = { partner, key: next.privateKeyPem };
+    await refusedChangesNothing(
+      { ...deposit("changed-6"), ...moved, atMs: now() },
+      "an address no longer listed",
+    );
+    await accepted(
+      { ...deposit("changed-7"), ...moved, atMs: now(), remoteAddress: "10.9.1.1" },
+      "a listed one",
+    );
+
+    // A budget of one write: taken from it before the order, though this process kept another.
+    ctx.clock.advance(60_000);
+    assert.ok((await partners.setRateLimits(partner.id, { writes: 1 }, testNote)).ok);
+    const at = { ...moved, remoteAddress: "10.9.1.1" };
+    await accepted({ ...deposit("changed-8"), ...at, atMs: now() }, "the budget's one write");
+    const before = await state(partner.id, clientId);
+    const over = await send(second, { ...deposit("changed-9"), ...at, atMs: now() });
+    assertCode(over, 429, 429, "over the budget the row holds");
+    assert.equal(over.headers["ratelimit-limit"], "1");
+    const after = await state(partner.id, clientId);
+    assert.equal(after.orders, before.orders, "no order over the budget");
+    assert.equal(after.balance, before.balance);
+    assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
+  test("identical requests at once, in two processes: one order, every other answer a 401", async () => {
+    const { partner, clientId } = await keptPartner("identical");
+    const before = await state(partner.id, clientId);
+    const request: Post = { ...deposit("identical-1", "7"), partner, atMs: now() };
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => send(i % 2 === 0 ? second : ctx.app, request)),
+    );
+    const statuses = answers.map((r) => r.statusCode).sort();
+    assert.deepEqual(statuses, [200, ...Array<number>(11).fill(401)], answers.map((r) => r.body).join("\n"));
+    const after = await state(partner.id, clientId);
+    assert.deepEqual(after, {
+      orders: before.orders + 1,
+      signatures: before.signatures + 1,
+      balance: before.balance + 700_000_000n,
+    });
+  });
+
+  test("a connection lost after the order's statement committed: a 503, the order and its record kept, a replay 401", async () => {
+    const { partner, clientId } = await keptPartner("lost");
+    const before = await state(partner.id, clientId);
+    const request: Post = { ...deposit("lost-1", "4"), partner, atMs: now() };
+    lost.armed = true;
+    const res = await send(second, request);
+    assert.equal(lost.armed, false, "the statement ran");
+    // Not a 401: the request's own record, found by judging it again, would say it was refused.
+    assertCode(res, 503, 503, "connection lost");
+    const after = await state(partner.id, clientId);
+    assert.deepEqual(after, {
+      orders: before.orders + 1,
+      signatures: before.signatures + 1,
+      balance: before.balance + 400_000_000n,
+    });
+    assertCode(await send(second, request), 401, 401, "replayed");
+    // The partner's retry, signed anew, learns the order exists.
+    assertCode(await send(second, { ...request, atMs: now() }), 409, 2020, "retried");
+    assert.deepEqual(await state(partner.id, clientId), { ...after, signatures: after.signatures + 1 });
+  });
+});
