@@ -9,9 +9,9 @@ const uniqueViolationCode = "23505";
 const insufficientFundsCode = "CP001";
 /** Raised by execute_quote() (migration 0009) when the token's quote cannot be spent (any more). */
 const unspendableTokenCode = "CP002";
-/** Raised by signed_fund_order() (migration 0018): the partner's credentials are not the ones given. */
+/** Raised by record_signature() (migration 0018): the partner's credentials are not the ones given. */
 const credentialsChangedCode = "CP003";
-/** Raised by signed_fund_order() (migration 0018): the request's signature was already recorded. */
+/** Raised by record_signature() (migration 0018): the request's signature was already recorded. */
 const signatureUsedCode = "CP004";
 /** Serialisation failures and deadlocks: the transaction can be run again. */
 const retryableCodes = new Set(["40001", "40P01"]);

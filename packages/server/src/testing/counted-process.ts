@@ -2,13 +2,14 @@
 // holds for it holds for any process that did not make a change (the context's app made it), and
 // its count is what one request costs.
 
-import type { FastifyInstance } from "fastify";
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs } from "kysely";
+import { signRequest } from "@counterpart/protocol";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId } from "kysely";
 import { buildPartnerApp } from "../app.ts";
-import type { DatabaseHandle } from "../db/database.ts";
+import { type DatabaseHandle, DatabaseUnavailableError } from "../db/database.ts";
 import { systemRandom } from "../platform/random.ts";
 import { buildServices } from "../services.ts";
-import type { TestContext } from "./harness.ts";
+import type { TestContext, TestPartner } from "./harness.ts";
 
 /**
  * Counts the statements executed through a Kysely instance: by their results, since a query built
@@ -57,4 +58,59 @@ export async function startCountedProcess(
   const app = buildPartnerApp(services, { logger: false });
   await app.ready();
   return { app, statements, close: () => app.close() };
+}
+
+/**
+ * Once armed, fails the next statement whose text holds `marker` after it ran (and committed, for a
+ * statement of its own), as a connection lost before its answer arrived would.
+ */
+export class LostAfterCommit implements KyselyPlugin {
+  armed = false;
+  readonly #marker: string;
+  readonly #marked = new Set<QueryId>();
+  constructor(marker: string) {
+    this.#marker = marker;
+  }
+  transformQuery(args: PluginTransformQueryArgs) {
+    if (this.armed && JSON.stringify(args.node).includes(this.#marker)) this.#marked.add(args.queryId);
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs) {
+    if (this.#marked.delete(args.queryId)) {
+      this.armed = false;
+      throw new DatabaseUnavailableError(new Error("Connection terminated unexpectedly"));
+    }
+    return args.result;
+  }
+}
+
+export interface SignedPost {
+  url: string;
+  body: Record<string, unknown>;
+  partner: TestPartner;
+  /** The time it is signed at: the same request at the same time is the same signature, a replay. */
+  atMs: number;
+  /** The private key to sign with, when not the partner's own. */
+  key?: string;
+  remoteAddress?: string;
+}
+
+/** A signed JSON POST on `app`. */
+export function signedPost(app: FastifyInstance, p: SignedPost): Promise<LightMyRequestResponse> {
+  const payload = JSON.stringify(p.body);
+  const headers = signRequest({
+    partnerId: p.partner.id,
+    privateKey: p.key ?? p.partner.privateKeyPem,
+    method: "POST",
+    target: p.url,
+    body: payload,
+    nowMs: p.atMs,
+  });
+  return app.inject({
+    method: "POST",
+    url: p.url,
+    headers: { ...headers, "content-type": "application/json" },
+    payload,
+    remoteAddress: p.remoteAddress ?? "127.0.0.1",
+  });
 }

@@ -5,39 +5,13 @@
 
 import type { ErrorName } from "@counterpart/protocol";
 import type { Db } from "../../db/database.ts";
-import { databaseError, isDuplicateOrderRef, isUnavailable } from "../../db/errors.ts";
+import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
 import { withRetries } from "../../db/transaction.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
+import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { fundingLegs } from "./funding-legs.ts";
-import {
-  type FundingOrder,
-  fundingFacts,
-  fundOrder,
-  type OrderSignature,
-  signedFundOrder,
-} from "./funding-store.ts";
-
-/**
- * A request whose signature the order's own statement records (modules/partners, SignedWrite):
- * told what that statement did, and settled by a statement of its own when it did not record.
- */
-export interface SignedOrderRequest extends OrderSignature {
-  readonly open: boolean;
-  recorded(): void;
-  replayed(): void;
-  undecided(): void;
-  settleForWrite(): Promise<ErrorName | null>;
-}
-
-/** The request, judged again by the partner's row, is answered by this error (SignedOrderRequest). */
-class WriteRefused extends Error {
-  readonly errorName: ErrorName;
-  constructor(name: ErrorName) {
-    super(name);
-    this.errorName = name;
-  }
-}
+import { type FundingOrder, fundingFacts, fundOrder } from "./funding-store.ts";
 
 export interface FundingRequest {
   partnerClientId: string;
@@ -60,12 +34,12 @@ export class FundingService {
    * exactly (docs/decisions.md, "Amounts"). Errors: duplicate_order_ref, invalid_client,
    * client_not_verified, client_deactivated, invalid_asset.
    */
-  deposit(partnerId: string, req: FundingRequest, signed?: SignedOrderRequest): Promise<FundingResult> {
+  deposit(partnerId: string, req: FundingRequest, signed?: SignedWrite): Promise<FundingResult> {
     return this.#fund(partnerId, req, "deposit", signed);
   }
 
   /** Errors: as deposit, plus insufficient_funds_for_payment. */
-  withdraw(partnerId: string, req: FundingRequest, signed?: SignedOrderRequest): Promise<FundingResult> {
+  withdraw(partnerId: string, req: FundingRequest, signed?: SignedWrite): Promise<FundingResult> {
     return this.#fund(partnerId, req, "withdrawal", signed);
   }
 
@@ -78,7 +52,7 @@ export class FundingService {
     partnerId: string,
     req: FundingRequest,
     type: "deposit" | "withdrawal",
-    signed: SignedOrderRequest | undefined,
+    signed: SignedWrite | undefined,
   ): Promise<FundingResult> {
     // The client and the asset in one round trip; the checks then run in the documented order.
     const facts = await fundingFacts(this.#db, partnerId, req.partnerClientId, req.assetId);
@@ -114,37 +88,16 @@ export class FundingService {
       slot,
     };
     try {
-      const row = await withRetries(() => this.#post(order, signed));
+      const row = await withRetries(() =>
+        changeSigned(signed, (record) => fundOrder(this.#db, order, record)),
+      );
       return { ok: true, order: orderView({ ...row, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
       const kind = databaseError(err)?.kind;
       if (kind === "insufficient_funds") return { ok: false, error: "insufficient_funds_for_payment" };
       if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
-      if (kind === "signature_used") return { ok: false, error: "unauthorized" };
       if (err instanceof WriteRefused) return { ok: false, error: err.errorName };
       throw err;
     }
-  }
-
-  /** Posts the order, recording the request's signature in its statement while that is open. */
-  async #post(order: FundingOrder, signed: SignedOrderRequest | undefined) {
-    if (signed === undefined || !signed.open) return fundOrder(this.#db, order);
-    try {
-      const row = await signedFundOrder(this.#db, order, signed);
-      signed.recorded();
-      return row;
-    } catch (err) {
-      const kind = databaseError(err)?.kind;
-      if (kind === "signature_used") signed.replayed();
-      // The connection failed: whether the statement committed, order and record, is not known,
-      // so the request's answer (503) stands, never a 401 from finding its own record.
-      else if (isUnavailable(err)) signed.undecided();
-      if (kind !== "credentials_changed") throw err;
-    }
-    // The partner's row changed since this process kept it: the request is judged by the row as
-    // it is now, its signature recorded by a statement of its own, before the order is posted.
-    const refusal = await signed.settleForWrite();
-    if (refusal !== null) throw new WriteRefused(refusal);
-    return fundOrder(this.#db, order);
   }
 }

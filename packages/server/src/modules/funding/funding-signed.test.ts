@@ -1,5 +1,5 @@
 // A deposit or withdrawal whose signature its order's statement records (docs/decisions.md, "A
-// signed write recorded in its order's statement"): with the credentials its process kept, it costs
+// signed write recorded in its change's statement"): with the credentials its process kept, it costs
 // two statements and one commit; a replay is a 401 whatever the first request's outcome; a partner
 // disabled, re-keyed, moved to another allow-list or given another budget is judged by its row
 // before anything is written; identical requests at once make one order; and a statement whose
@@ -7,48 +7,25 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { generateKeyPair, signRequest } from "@counterpart/protocol";
+import { generateKeyPair } from "@counterpart/protocol";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId } from "kysely";
-import { DatabaseUnavailableError } from "../../db/database.ts";
-import { type CountedProcess, startCountedProcess } from "../../testing/counted-process.ts";
+import {
+  type CountedProcess,
+  LostAfterCommit,
+  type SignedPost,
+  signedPost,
+  startCountedProcess,
+} from "../../testing/counted-process.ts";
 import { insertClient } from "../../testing/fixtures.ts";
-import { startTestContext, type TestContext, type TestPartner, testNote } from "../../testing/harness.ts";
+import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { checkLedger, clientBalances } from "../ledger/index.ts";
-
-/** Fails the connection of the next signed_fund_order statement after it committed, once armed. */
-class LostAfterCommit implements KyselyPlugin {
-  armed = false;
-  readonly #marked = new Set<QueryId>();
-  transformQuery(args: PluginTransformQueryArgs) {
-    if (this.armed && JSON.stringify(args.node).includes("signed_fund_order")) this.#marked.add(args.queryId);
-    return args.node;
-  }
-  async transformResult(args: PluginTransformResultArgs) {
-    if (this.#marked.delete(args.queryId)) {
-      this.armed = false;
-      throw new DatabaseUnavailableError(new Error("Connection terminated unexpectedly"));
-    }
-    return args.result;
-  }
-}
-
-interface Post {
-  url: "/v1/partner/deposits" | "/v1/partner/withdrawals";
-  body: Record<string, unknown>;
-  partner: TestPartner;
-  /** The same time gives the same signature: a replay. */
-  atMs: number;
-  key?: string;
-  remoteAddress?: string;
-}
 
 describe("a deposit or withdrawal recorded in its order's statement", () => {
   let ctx: TestContext;
   let counted: CountedProcess;
   /** The process that did not make the changes below: it keeps credentials the row may no longer hold. */
   let second: FastifyInstance;
-  const lost = new LostAfterCommit();
+  const lost = new LostAfterCommit("record_signature");
 
   before(async () => {
     ctx = await startTestContext();
@@ -59,25 +36,6 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     await counted.close();
     await ctx.close();
   });
-
-  function send(app: FastifyInstance, p: Post): Promise<LightMyRequestResponse> {
-    const payload = JSON.stringify(p.body);
-    const headers = signRequest({
-      partnerId: p.partner.id,
-      privateKey: p.key ?? p.partner.privateKeyPem,
-      method: "POST",
-      target: p.url,
-      body: payload,
-      nowMs: p.atMs,
-    });
-    return app.inject({
-      method: "POST",
-      url: p.url,
-      headers: { ...headers, "content-type": "application/json" },
-      payload,
-      remoteAddress: p.remoteAddress ?? "127.0.0.1",
-    });
-  }
 
   /** A time for a new request: a millisecond after the previous one. */
   function now(): number {
@@ -98,7 +56,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   async function keptPartner(name: string, allowIps?: string[]) {
     const partner = await ctx.addPartner({ name, ...(allowIps === undefined ? {} : { allowIps }) });
     const client = await insertClient(ctx.services.database.db, partner.id, 1);
-    const first = await send(second, { ...deposit(`${name}-first`), partner, atMs: now() });
+    const first = await signedPost(second, { ...deposit(`${name}-first`), partner, atMs: now() });
     assert.equal(first.statusCode, 200, first.body);
     return { partner, clientId: client.id };
   }
@@ -131,7 +89,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       const before = await state(partner.id, clientId);
       const atMs = now();
       counted.statements.count = 0;
-      const res = await send(second, { ...request, partner, atMs });
+      const res = await signedPost(second, { ...request, partner, atMs });
       assert.equal(res.statusCode, 200, res.body);
       // The client and the asset in one; the signature's record and the order in the other.
       assert.equal(counted.statements.count, 2, request.url);
@@ -140,7 +98,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       assert.equal(after.signatures, before.signatures + 1, "recorded with the order");
 
       for (const app of [second, ctx.app]) {
-        assertCode(await send(app, { ...request, partner, atMs }), 401, 401, `${request.url} replayed`);
+        assertCode(await signedPost(app, { ...request, partner, atMs }), 401, 401, `${request.url} replayed`);
       }
       assert.deepEqual(await state(partner.id, clientId), after, "a replay changes nothing");
     }
@@ -149,14 +107,14 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
 
   test("a refused order records its signature before it answers: replayed once the cause is gone, still a 401", async () => {
     const { partner, clientId } = await keptPartner("refused");
-    const refusals: [Post, number, number, () => Promise<void>][] = [
+    const refusals: [SignedPost, number, number, () => Promise<void>][] = [
       // Funds short; then the funds arrive.
       [
         { ...withdrawal("refused-w", "1000"), partner, atMs: now() },
         400,
         3005,
         async () => {
-          const res = await send(second, { ...deposit("refused-funds", "5000"), partner, atMs: now() });
+          const res = await signedPost(second, { ...deposit("refused-funds", "5000"), partner, atMs: now() });
           assert.equal(res.statusCode, 200, res.body);
         },
       ],
@@ -176,7 +134,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     ];
     for (const [request, status, code, removeCause] of refusals) {
       const before = await state(partner.id, clientId);
-      assertCode(await send(second, request), status, code, request.body.partner_order_ref as string);
+      assertCode(await signedPost(second, request), status, code, request.body.partner_order_ref as string);
       const after = await state(partner.id, clientId);
       assert.deepEqual(
         after,
@@ -185,7 +143,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       );
       await removeCause();
       const changed = await state(partner.id, clientId);
-      assertCode(await send(second, request), 401, 401, "replayed after the refusal");
+      assertCode(await signedPost(second, request), 401, 401, "replayed after the refusal");
       assert.deepEqual(await state(partner.id, clientId), changed, "the replay changed nothing");
     }
   });
@@ -193,18 +151,18 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   test("a partner disabled, re-keyed, moved or given another budget since the process kept it is judged by its row first", async () => {
     const { partner, clientId } = await keptPartner("changed", ["127.0.0.1/32", "10.9.0.0/16"]);
     const partners = ctx.services.partners;
-    const refusedChangesNothing = async (request: Post, why: string) => {
+    const refusedChangesNothing = async (request: SignedPost, why: string) => {
       const before = await state(partner.id, clientId);
-      assertCode(await send(second, request), 401, 401, why);
+      assertCode(await signedPost(second, request), 401, 401, why);
       assert.deepEqual(
         await state(partner.id, clientId),
         before,
         `${why}: nothing written, nothing recorded`,
       );
     };
-    const accepted = async (request: Post, why: string) => {
+    const accepted = async (request: SignedPost, why: string) => {
       const before = await state(partner.id, clientId);
-      const res = await send(second, request);
+      const res = await signedPost(second, request);
       assert.equal(res.statusCode, 200, `${why}: ${res.body}`);
       const after = await state(partner.id, clientId);
       assert.deepEqual(after, {
@@ -212,7 +170,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
         signatures: before.signatures + 1,
         balance: after.balance,
       });
-      assertCode(await send(second, request), 401, 401, `${why}, replayed`);
+      assertCode(await signedPost(second, request), 401, 401, `${why}, replayed`);
       assert.deepEqual(await state(partner.id, clientId), after);
     };
 
@@ -247,7 +205,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     const at = { ...moved, remoteAddress: "10.9.1.1" };
     await accepted({ ...deposit("changed-8"), ...at, atMs: now() }, "the budget's one write");
     const before = await state(partner.id, clientId);
-    const over = await send(second, { ...deposit("changed-9"), ...at, atMs: now() });
+    const over = await signedPost(second, { ...deposit("changed-9"), ...at, atMs: now() });
     assertCode(over, 429, 429, "over the budget the row holds");
     assert.equal(over.headers["ratelimit-limit"], "1");
     const after = await state(partner.id, clientId);
@@ -259,9 +217,9 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   test("identical requests at once, in two processes: one order, every other answer a 401", async () => {
     const { partner, clientId } = await keptPartner("identical");
     const before = await state(partner.id, clientId);
-    const request: Post = { ...deposit("identical-1", "7"), partner, atMs: now() };
+    const request: SignedPost = { ...deposit("identical-1", "7"), partner, atMs: now() };
     const answers = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => send(i % 2 === 0 ? second : ctx.app, request)),
+      Array.from({ length: 12 }, (_, i) => signedPost(i % 2 === 0 ? second : ctx.app, request)),
     );
     const statuses = answers.map((r) => r.statusCode).sort();
     assert.deepEqual(statuses, [200, ...Array<number>(11).fill(401)], answers.map((r) => r.body).join("\n"));
@@ -276,9 +234,9 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   test("a connection lost after the order's statement committed: a 503, the order and its record kept, a replay 401", async () => {
     const { partner, clientId } = await keptPartner("lost");
     const before = await state(partner.id, clientId);
-    const request: Post = { ...deposit("lost-1", "4"), partner, atMs: now() };
+    const request: SignedPost = { ...deposit("lost-1", "4"), partner, atMs: now() };
     lost.armed = true;
-    const res = await send(second, request);
+    const res = await signedPost(second, request);
     assert.equal(lost.armed, false, "the statement ran");
     // Not a 401: the request's own record, found by judging it again, would say it was refused.
     assertCode(res, 503, 503, "connection lost");
@@ -288,9 +246,9 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       signatures: before.signatures + 1,
       balance: before.balance + 400_000_000n,
     });
-    assertCode(await send(second, request), 401, 401, "replayed");
+    assertCode(await signedPost(second, request), 401, 401, "replayed");
     // The partner's retry, signed anew, learns the order exists.
-    assertCode(await send(second, { ...request, atMs: now() }), 409, 2020, "retried");
+    assertCode(await signedPost(second, { ...request, atMs: now() }), 409, 2020, "retried");
     assert.deepEqual(await state(partner.id, clientId), { ...after, signatures: after.signatures + 1 });
   });
 });

@@ -7,6 +7,7 @@ import { moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Leg, legArguments } from "../ledger/index.ts";
+import { partnerArgument, type SignedWrite } from "../partners/index.ts";
 
 export interface FundingFacts {
   client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
@@ -48,49 +49,21 @@ export interface FundingOrder {
  * Records a completed bank deposit or withdrawal and posts its legs in one statement, with the
  * database's fund_order() (migration 0011). Throws the database's error (db/errors.ts): funds
  * short for a withdrawal the available balance does not cover, a unique violation on
- * orders_partner_order_ref_key for a reference already taken. Nothing is written when it throws.
+ * orders_partner_order_ref_key for a reference already taken; with `signed`, the statement also
+ * records the request's signature (partnerArgument), and may throw what that raises. Nothing is
+ * written, the record included, when it throws.
  */
-export async function fundOrder(db: Db | Tx, order: FundingOrder): Promise<Selectable<OrdersTable>> {
+export async function fundOrder(
+  db: Db | Tx,
+  order: FundingOrder,
+  signed?: SignedWrite,
+): Promise<Selectable<OrdersTable>> {
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM fund_order(${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
+    SELECT * FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${order.clientId}, ${order.ref}, ${order.type},
                              ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
                              ${legArguments(order.legs, order.slot)})
   `.execute(db);
   const row = rows[0];
   if (row === undefined) throw new Error("fund_order returned no order");
-  return row;
-}
-
-/** What signedFundOrder checks and records of the request that asks for the order. */
-export interface OrderSignature {
-  signature: Uint8Array;
-  expiresAtIso: string;
-  publicKeys: readonly string[];
-  allowedIps: readonly string[];
-  budgets: readonly [number | null, number | null, number | null];
-}
-
-/**
- * As fundOrder, in the same statement as the request's replay record (signed_fund_order, migration
- * 0018). Throws as fundOrder does, and also the database's error for credentials that changed
- * (credentials_changed) or a signature already recorded (signature_used). Nothing is written, the
- * record included, when it throws.
- */
-export async function signedFundOrder(
-  db: Db,
-  order: FundingOrder,
-  signed: OrderSignature,
-): Promise<Selectable<OrdersTable>> {
-  const [reads, writes, quotes] = signed.budgets;
-  const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM signed_fund_order(${signed.signature}, ${signed.expiresAtIso}::timestamptz,
-                                    ${signed.publicKeys}::text[], ${signed.allowedIps}::text[],
-                                    ${reads}::integer, ${writes}::integer, ${quotes}::integer,
-                                    ${order.partnerId}, ${order.clientId}, ${order.ref}, ${order.type},
-                                    ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
-                                    ${legArguments(order.legs, order.slot)})
-  `.execute(db);
-  const row = rows[0];
-  if (row === undefined) throw new Error("signed_fund_order returned no order");
   return row;
 }

@@ -6,7 +6,6 @@ export {
   PartnerAuthenticator,
   parseRange,
   type SignedRequest,
-  SignedWrite,
 } from "./partner-auth.ts";
 export {
   AdminPartnerKeyListSchema,
@@ -39,3 +38,4 @@ export {
   type RateLimitOverrides,
   rateClasses,
 } from "./rate-limits.ts";
+export { changeSigned, partnerArgument, SignedWrite, WriteRefused } from "./signed-write.ts";

@@ -13,7 +13,6 @@ import {
   canonicalString,
   checkTimestamp,
   decodeSignature,
-  type ErrorName,
   generateKeyPair,
   parsePublicKey,
   verifySignature,
@@ -32,9 +31,9 @@ import {
   credentialsFromJson,
   type PartnerCredentials,
   readCredentials,
-  type SignatureRecord,
 } from "./partners-store.ts";
 import type { RateLimitOverrides } from "./rate-limits.ts";
+import { SignedWrite } from "./signed-write.ts";
 
 export type AuthFailureCause =
   | "missing_header"
@@ -98,101 +97,6 @@ export class CredentialCheck implements CredentialWitness {
   async settle(): Promise<AuthResult> {
     if (this.#result === null) this.#result = this.#confirm(await this.#read());
     return this.#result;
-  }
-}
-
-/**
- * A state-changing request accepted by the credentials its process kept, whose signature is
- * recorded by the statement that makes its change, in that change's transaction (docs/decisions.md,
- * "A signed write recorded in its order's statement"). That statement first checks that the
- * partner's row still holds `publicKeys`, `allowedIps` and `budgets` and that the partner is
- * active (else the request is judged again by the row, which this process then keeps), then
- * records the signature, and only then changes anything. Until the route reports what the
- * statement did, the request is not authenticated: a request that ends without that statement
- * recording (refused by a check before it, or by what it raised) is settled by the way every other
- * state-changing request is (its signature recorded by a statement of its own), before anything is
- * answered.
- */
-export class SignedWrite {
-  readonly partnerId: string;
-  readonly signature: Uint8Array;
-  readonly expiresAtIso: string;
-  readonly publicKeys: readonly string[];
-  readonly allowedIps: readonly string[];
-  /** The rate-limit budgets the request was taken from (null: the default). */
-  readonly budgets: readonly [number | null, number | null, number | null];
-  readonly #accepted: AuthResult;
-  readonly #judgeAgain: () => Promise<AuthResult>;
-  #result: AuthResult | null = null;
-
-  constructor(
-    accepted: AuthResult & { ok: true },
-    record: SignatureRecord,
-    judgeAgain: () => Promise<AuthResult>,
-  ) {
-    this.partnerId = accepted.partnerId;
-    this.signature = record.signature;
-    this.expiresAtIso = record.expiresAtIso;
-    this.publicKeys = record.judgedBy.public_keys;
-    this.allowedIps = record.judgedBy.allowed_ips;
-    const { rate_limit_reads, rate_limit_writes, rate_limit_quotes } = record.judgedBy;
-    this.budgets = [rate_limit_reads, rate_limit_writes, rate_limit_quotes];
-    this.#accepted = accepted;
-    this.#judgeAgain = judgeAgain;
-  }
-
-  /** Whether the request is still to be settled: no statement has recorded its signature. */
-  get open(): boolean {
-    return this.#result === null;
-  }
-
-  /** The change's statement recorded the signature: the request is authenticated. */
-  recorded(): void {
-    if (this.#result === null) this.#result = this.#accepted;
-  }
-
-  /** The change's statement found the signature already recorded: the request is a replay. */
-  replayed(): void {
-    if (this.#result === null) this.#result = fail("replay");
-  }
-
-  /**
-   * The change's statement failed with its connection: whether it committed is not known, so the
-   * request keeps the answer it has (a 503), and is not judged again (it would find its own record).
-   */
-  undecided(): void {
-    if (this.#result === null) this.#result = this.#accepted;
-  }
-
-  /**
-   * The request's authentication: as the change's statement settled it, or else judged again by
-   * the partner's row, its signature recorded by a statement of its own (or in Redis).
-   */
-  async settle(): Promise<AuthResult> {
-    if (this.#result === null) this.#result = await this.#judgeAgain();
-    return this.#result;
-  }
-
-  /**
-   * What the HTTP layer does once the request is judged again before its write (the budget the row
-   * holds now, when it is not the one the request was taken from): an error to answer instead, or
-   * null to go on.
-   */
-  #beforeWrite: ((settled: AuthResult & { ok: true }) => Promise<ErrorName | null>) | null = null;
-
-  set beforeWrite(step: (settled: AuthResult & { ok: true }) => Promise<ErrorName | null>) {
-    this.#beforeWrite = step;
-  }
-
-  /**
-   * Settles the request by the partner's row before its change is made without the statement
-   * that records (its credentials changed since they were kept): the error to answer instead of
-   * making it, or null.
-   */
-  async settleForWrite(): Promise<ErrorName | null> {
-    const settled = await this.settle();
-    if (!settled.ok) return "unauthorized";
-    return this.#beforeWrite === null ? null : this.#beforeWrite(settled);
   }
 }
 

@@ -6,6 +6,7 @@ import { type Static, Type } from "typebox";
 import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
+import { signedWrite } from "../../http/signature-auth.ts";
 import { literalUnion } from "../../platform/wire-schemas.ts";
 import { OrderSchema } from "../orders/index.ts";
 import { type TradingService, tokenPattern } from "./trading-service.ts";
@@ -51,6 +52,8 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
   app.post<{ Body: Static<typeof QuoteBody> }>(
     "/v1/partner/quotes",
     {
+      // The quote's statement records the request's signature (SignedWrite): one commit per quote.
+      config: { recordsSignature: true },
       schema: {
         tags: ["trading"],
         operationId: "createQuote",
@@ -83,12 +86,11 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
     async (request) => {
       const b = request.body;
       const baseAmount = amountField(b.base_amount, ["body", "base_amount"]);
-      const result = await trading.quote(request.partnerId!, {
-        partnerClientId: b.partner_client_id,
-        pairId: b.asset_pair,
-        side: b.side,
-        baseAmount,
-      });
+      const result = await trading.quote(
+        request.partnerId!,
+        { partnerClientId: b.partner_client_id, pairId: b.asset_pair, side: b.side, baseAmount },
+        signedWrite(request),
+      );
       if (!result.ok) throw new HttpError(result.error, result.detail);
       return { result: result.quote };
     },
@@ -97,6 +99,8 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
   app.post<{ Body: Static<typeof ExecuteBody> }>(
     "/v1/partner/quotes/execute",
     {
+      // The order's statement records the request's signature (SignedWrite): one commit per trade.
+      config: { recordsSignature: true },
       schema: {
         tags: ["trading"],
         operationId: "executeQuote",
@@ -122,11 +126,15 @@ export function tradingRoutes(app: FastifyInstance, trading: TradingService): vo
     },
     async (request) => {
       const b = request.body;
-      const result = await trading.execute(request.partnerId!, {
-        partnerClientId: b.partner_client_id,
-        token: b.token,
-        partnerOrderRef: b.partner_order_ref ?? null,
-      });
+      const result = await trading.execute(
+        request.partnerId!,
+        {
+          partnerClientId: b.partner_client_id,
+          token: b.token,
+          partnerOrderRef: b.partner_order_ref ?? null,
+        },
+        signedWrite(request),
+      );
       if (!result.ok) throw new HttpError(result.error);
       return { result: result.order };
     },

@@ -11,6 +11,7 @@ import type { Clock } from "../../platform/clock.ts";
 import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
+import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { finerThanAsset, priceQuote, requiredFunds, type Side } from "./quote.ts";
 import { tradeLegs } from "./trade-legs.ts";
 import { executeQuote, findExecutionFacts, findQuoteFacts, insertQuote } from "./trading-store.ts";
@@ -70,7 +71,7 @@ export class TradingService {
    * after it), trading_not_available (4000), trading_temporarily_unavailable (4001),
    * amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005).
    */
-  async quote(partnerId: string, req: QuoteRequest): Promise<QuoteResult> {
+  async quote(partnerId: string, req: QuoteRequest, signed?: SignedWrite): Promise<QuoteResult> {
     const facts = await findQuoteFacts(
       this.#db,
       partnerId,
@@ -135,24 +136,26 @@ export class TradingService {
       return { ok: false, error: "insufficient_funds", detail: { quote: detailQuote } };
 
     const token = `qt_${this.#random.bytes(32).toString("base64url")}`;
-    await insertQuote(
-      this.#db,
-      {
-        tokenHash: hashToken(token),
-        partnerId,
-        clientId: client.client.id,
-        pairId: pair.id,
-        side: req.side,
-        price: priced.price,
-        baseAmount: priced.baseAmount,
-        quoteAmount: priced.quoteAmount,
-        fee: priced.fee,
-        vat: priced.vat,
-        vatPercentage: vatStored,
-        lifetimeSeconds: pair.lifetime_s,
-      },
-      this.#clock,
-    );
+    const row = {
+      tokenHash: hashToken(token),
+      partnerId,
+      clientId: client.client.id,
+      pairId: pair.id,
+      side: req.side,
+      price: priced.price,
+      baseAmount: priced.baseAmount,
+      quoteAmount: priced.quoteAmount,
+      fee: priced.fee,
+      vat: priced.vat,
+      vatPercentage: vatStored,
+      lifetimeSeconds: pair.lifetime_s,
+    };
+    try {
+      await changeSigned(signed, (record) => insertQuote(this.#db, row, this.#clock, record));
+    } catch (err) {
+      if (err instanceof WriteRefused) return { ok: false, error: err.errorName, detail: null };
+      throw err;
+    }
     return { ok: true, quote: quoteView(priced, vatStored, pair.lifetime_s, token) };
   }
 
@@ -161,7 +164,7 @@ export class TradingService {
    * client_deactivated (2008-2010), invalid_trading_token (4008). Funds gone since the quote give an
    * order in status `rejected`, not an error.
    */
-  async execute(partnerId: string, req: ExecuteRequest): Promise<ExecuteResult> {
+  async execute(partnerId: string, req: ExecuteRequest, signed?: SignedWrite): Promise<ExecuteResult> {
     const tokenHash = hashToken(req.token);
     const facts = await findExecutionFacts(this.#db, partnerId, req.partnerClientId, tokenHash, this.#clock);
     const client = judgeClient(facts.client ?? undefined);
@@ -191,23 +194,25 @@ export class TradingService {
     // The order row goes in first: a concurrent request with the same reference waits on the
     // unique index and then gets 2020, never 4008 or a rejection caused by the winner.
     try {
+      const execution = {
+        partnerId,
+        clientId: client.client.id,
+        ref: req.partnerOrderRef,
+        tokenHash,
+        clock: this.#clock,
+        quote,
+        legs,
+        slot,
+      };
       const order = await withRetries(() =>
-        executeQuote(this.#db, {
-          partnerId,
-          clientId: client.client.id,
-          ref: req.partnerOrderRef,
-          tokenHash,
-          clock: this.#clock,
-          quote,
-          legs,
-          slot,
-        }),
+        changeSigned(signed, (record) => executeQuote(this.#db, execution, record)),
       );
       return { ok: true, order: orderView({ ...order, partner_client_id: client.client.partnerClientId }) };
     } catch (err) {
       if (databaseError(err)?.kind === "unspendable_token")
         return { ok: false, error: "invalid_trading_token" };
       if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
+      if (err instanceof WriteRefused) return { ok: false, error: err.errorName };
       throw err;
     }
   }

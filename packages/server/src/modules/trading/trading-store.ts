@@ -9,6 +9,7 @@ import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type Leg, legArguments } from "../ledger/index.ts";
+import { partnerArgument, type SignedWrite } from "../partners/index.ts";
 
 type Q = Db | Tx;
 
@@ -154,6 +155,7 @@ type QuoteRowText = Omit<QuoteRow, "price" | "base_amount" | "quote_amount" | "f
   vat: string;
 };
 
+/** Stores a quote; with `signed`, its statement also records the request's signature. */
 export async function insertQuote(
   db: Q,
   row: {
@@ -172,12 +174,13 @@ export async function insertQuote(
     lifetimeSeconds: number;
   },
   clock: Clock,
+  signed?: SignedWrite,
 ): Promise<void> {
   const now = dbNow(clock);
-  await sql`
+  await sql`${sql.raw(preparedMarker)}
     INSERT INTO quotes (token_hash, partner_id, client_id, pair_id, side, price, base_amount, quote_amount,
                         fee, vat, vat_percentage, created_at, expires_at)
-    VALUES (${row.tokenHash}, ${row.partnerId}, ${row.clientId}, ${row.pairId}, ${row.side},
+    VALUES (${row.tokenHash}, ${partnerArgument(row.partnerId, signed)}, ${row.clientId}, ${row.pairId}, ${row.side},
             ${moneyToPg(row.price)}, ${moneyToPg(row.baseAmount)}, ${moneyToPg(row.quoteAmount)},
             ${moneyToPg(row.fee)}, ${moneyToPg(row.vat)}, ${row.vatPercentage}, ${now},
             ${now} + make_interval(secs => ${row.lifetimeSeconds}))
@@ -201,16 +204,22 @@ export interface QuoteExecution {
  * 0009): the order first, then the quote spent and linked to it, then its legs posted. Funds gone
  * since the quote leave the order rejected, nothing posted and the quote spent. Throws the
  * database's error (db/errors.ts): an unspendable token, a unique violation on
- * orders_partner_order_ref_key for a reference already taken; nothing is written when it throws.
+ * orders_partner_order_ref_key for a reference already taken; with `signed`, the statement also
+ * records the request's signature (partnerArgument), and may throw what that raises. Nothing is
+ * written, the record included, when it throws.
  */
-export async function executeQuote(db: Q, e: QuoteExecution): Promise<Selectable<OrdersTable>> {
+export async function executeQuote(
+  db: Q,
+  e: QuoteExecution,
+  signed?: SignedWrite,
+): Promise<Selectable<OrdersTable>> {
   const q = e.quote;
   const buying = q.side === "buy";
   const base = moneyToPg(q.base_amount);
   const quote = moneyToPg(q.quote_amount);
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
     SELECT * FROM execute_quote(
-      ${e.partnerId}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
+      ${partnerArgument(e.partnerId, signed)}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
       ${buying ? base : quote}::numeric, ${buying ? q.base_id : q.quote_id},
       ${buying ? quote : base}::numeric, ${buying ? q.quote_id : q.base_id},
       ${moneyToPg(q.fee)}::numeric, ${q.quote_id}, ${moneyToPg(q.vat)}::numeric, ${legArguments(e.legs, e.slot)})
