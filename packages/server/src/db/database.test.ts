@@ -145,3 +145,11 @@ test("an advisory lock is held by one session at a time, and a terminated sessio
   assert.ok(third, "release gives it up");
   await third.release();
 });
+
+// Last in this file: it closes the file's handle (and after() closes it once more).
+test("a handle closed twice, or twice at once, closes once and throws nothing", async () => {
+  await sql`SELECT 1`.execute(database.db);
+  await Promise.all([database.close(), database.close()]);
+  await database.close();
+  await assert.rejects(sql`SELECT 1`.execute(database.db), "closed");
+});

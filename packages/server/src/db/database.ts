@@ -245,13 +245,13 @@ async function openPostgres(
       }
     },
     tryAdvisoryLock: (key) => tryPostgresLock(lockPool, key),
-    close: async () => {
+    close: once(async () => {
       try {
         await db.destroy();
       } finally {
         await lockPool.end();
       }
-    },
+    }),
   };
 }
 
@@ -341,13 +341,13 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
           return (results.at(-1)?.rows ?? []) as Record<string, unknown>[];
         }),
       tryAdvisoryLock: async () => ({ lost: new Promise<void>(() => {}), release: async () => {} }),
-      close: async () => {
+      close: once(async () => {
         try {
           await db.destroy();
         } finally {
           release();
         }
-      },
+      }),
     };
   } catch (err) {
     release();
@@ -394,4 +394,13 @@ function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** `close` run once: a second call waits for the first instead of closing again (and throwing). */
+export function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | null = null;
+  return () => {
+    closing ??= close();
+    return closing;
+  };
 }

@@ -6,7 +6,9 @@ import { type ErrorName, errorBody, errorCatalog } from "@counterpart/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
 import type { CredentialWitness } from "../db/credential-witness.ts";
+import { isUnavailable } from "../db/errors.ts";
 import {
+  type AuthResult,
   CredentialCheck,
   effectiveLimit,
   type PartnerAuthenticator,
@@ -156,7 +158,23 @@ export function settleCredentialsHook(limiter: RateLimiter | null) {
     const pending = request.credentialCheck;
     if (pending === null) return payload;
     request.credentialCheck = null;
-    const settled = await pending.check.settle();
+    // A 503 (the database out of reach or out of time) tells nothing and changed nothing: it
+    // leaves as it is, without waiting on the database a second time to settle the request.
+    if (reply.statusCode === errorCatalog.service_unavailable.status) return payload;
+    let settled: AuthResult;
+    try {
+      settled = await pending.check.settle();
+    } catch (err) {
+      // The row could not be read (the database out of reach): the request is not authenticated,
+      // so its answer is withheld, and the 503 (or, for anything else, the 500) goes instead. A
+      // hook that threw here would leave Fastify to answer in words of its own.
+      if (isUnavailable(err)) {
+        request.log.warn({ err }, "database unavailable while settling a signed request");
+        return answerInstead(reply, "service_unavailable");
+      }
+      request.log.error({ err }, "unexpected failure while settling a signed request");
+      return answerInstead(reply, "internal_error");
+    }
     if (!settled.ok) {
       request.log.debug({ authFailure: settled.cause }, "signed request refused");
       return answerInstead(reply, "unauthorized");

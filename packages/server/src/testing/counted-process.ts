@@ -84,6 +84,18 @@ export class LostAfterCommit implements KyselyPlugin {
   }
 }
 
+/** While armed, fails every statement before it is sent, as a database out of reach would. */
+export class Unreachable implements KyselyPlugin {
+  armed = false;
+  transformQuery(args: PluginTransformQueryArgs) {
+    if (this.armed) throw new DatabaseUnavailableError(new Error("connect ECONNREFUSED"));
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs) {
+    return args.result;
+  }
+}
+
 export interface SignedPost {
   url: string;
   body: Record<string, unknown>;

@@ -8,7 +8,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fas
 import pg from "pg";
 import { buildAdminApp, buildPartnerApp } from "../app.ts";
 import { type Config, loadConfig } from "../config/config.ts";
-import { type DatabaseHandle, openDatabase } from "../db/database.ts";
+import { type DatabaseHandle, once, openDatabase } from "../db/database.ts";
 import { migrate } from "../db/migrate.ts";
 import { isoFromMs } from "../db/time.ts";
 import { systemNote } from "../modules/audit/index.ts";
@@ -56,7 +56,7 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
   await seedCatalog(database.db, englishCountryName);
   return {
     ...database,
-    close: async () => {
+    close: once(async () => {
       await database.close();
       const c = new pg.Client({ connectionString: testDatabaseUrl });
       await c.connect();
@@ -65,7 +65,7 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
       } finally {
         await c.end();
       }
-    },
+    }),
   };
 }
 

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { generateKeyPair } from "@counterpart/protocol";
+import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
   type CountedProcess,
@@ -15,6 +15,7 @@ import {
   type SignedPost,
   signedPost,
   startCountedProcess,
+  Unreachable,
 } from "../../testing/counted-process.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
@@ -26,10 +27,11 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   /** The process that did not make the changes below: it keeps credentials the row may no longer hold. */
   let second: FastifyInstance;
   const lost = new LostAfterCommit("record_signature");
+  const unreachable = new Unreachable();
 
   before(async () => {
     ctx = await startTestContext();
-    counted = await startCountedProcess(ctx, [lost]);
+    counted = await startCountedProcess(ctx, [lost, unreachable]);
     second = counted.app;
   });
   after(async () => {
@@ -250,5 +252,44 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     // The partner's retry, signed anew, learns the order exists.
     assertCode(await signedPost(second, { ...request, atMs: now() }), 409, 2020, "retried");
     assert.deepEqual(await state(partner.id, clientId), { ...after, signatures: after.signatures + 1 });
+  });
+
+  test("the database out of reach before the order: a 503 in the contract's words, nothing changed, for a read too", async () => {
+    const { partner, clientId } = await keptPartner("unreachable");
+    const before = await state(partner.id, clientId);
+    const balances = "/v1/partner/balances?partner_client_id=client-1";
+    const read = (url = balances) => {
+      ctx.clock.advance(1);
+      const headers = signRequest({
+        partnerId: partner.id,
+        privateKey: partner.privateKeyPem,
+        method: "GET",
+        target: url,
+        body: "",
+        nowMs: ctx.clock.nowMs(),
+      });
+      return second.inject({ method: "GET", url, headers, remoteAddress: "127.0.0.1" });
+    };
+    assert.equal((await read()).statusCode, 200);
+    const unavailable = '{"code":503,"msg":"Service Unavailable","msg_detail":null}';
+    unreachable.armed = true;
+    try {
+      // The statement before the order fails: its 503 leaves as it is.
+      const res = await signedPost(second, { ...deposit("unreachable-1"), partner, atMs: now() });
+      assert.equal(res.body, unavailable);
+      assert.equal(res.statusCode, 503);
+      assert.equal((await read()).body, unavailable);
+      // Refused before any statement (422), then not settled, the row out of reach: a 503 instead.
+      const bad = await signedPost(second, { ...deposit("unreachable-2", "-1"), partner, atMs: now() });
+      assert.equal(bad.body, unavailable);
+      assert.equal(bad.statusCode, 503);
+      const badRead = await read("/v1/partner/balances");
+      assert.equal(badRead.body, unavailable);
+      assert.equal(badRead.statusCode, 503);
+    } finally {
+      unreachable.armed = false;
+    }
+    assert.deepEqual(await state(partner.id, clientId), before, "nothing written, nothing recorded");
+    assert.equal((await read()).statusCode, 200, "back once the database answers");
   });
 });

@@ -7,7 +7,7 @@ import { moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Leg, legArguments } from "../ledger/index.ts";
-import { partnerArgument, type SignedWrite } from "../partners/index.ts";
+import { partnerArgument, type SignatureToRecord } from "../partners/index.ts";
 
 export interface FundingFacts {
   client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
@@ -56,7 +56,7 @@ export interface FundingOrder {
 export async function fundOrder(
   db: Db | Tx,
   order: FundingOrder,
-  signed?: SignedWrite,
+  signed?: SignatureToRecord,
 ): Promise<Selectable<OrdersTable>> {
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
     SELECT * FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${order.clientId}, ${order.ref}, ${order.type},

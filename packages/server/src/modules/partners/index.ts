@@ -28,7 +28,7 @@ export {
   type PartnerResult,
   PartnersService,
 } from "./partners-service.ts";
-export { purgeExpiredSignatures } from "./partners-store.ts";
+export { partnerArgument, purgeExpiredSignatures, type SignatureToRecord } from "./partners-store.ts";
 export {
   defaultRateLimits,
   effectiveLimit,
@@ -38,4 +38,4 @@ export {
   type RateLimitOverrides,
   rateClasses,
 } from "./rate-limits.ts";
-export { changeSigned, partnerArgument, SignedWrite, WriteRefused } from "./signed-write.ts";
+export { changeSigned, SignedWrite, WriteRefused } from "./signed-write.ts";

@@ -241,6 +241,34 @@ export async function readCredentials(
   return { partner, recorded };
 }
 
+/** What the statement of a change checks and records of the signed request that asks for it. */
+export interface SignatureToRecord {
+  readonly signature: Uint8Array;
+  readonly expiresAtIso: string;
+  /** The partner's active keys, newest first, and its allow-list, as the request was judged by. */
+  readonly publicKeys: readonly string[];
+  readonly allowedIps: readonly string[];
+  /** The rate-limit budgets (reads, writes, quotes) the request was taken from; null: the default. */
+  readonly budgets: readonly [number | null, number | null, number | null];
+}
+
+/**
+ * The partner argument of a change's statement: with `signed`, `record_signature(...)` (migration
+ * 0018), which records the request's signature and returns the partner's id, or raises. An argument
+ * is evaluated before the function it is given to runs, so the record is made, or the statement
+ * fails, before the change writes anything.
+ */
+export function partnerArgument(
+  partnerId: string,
+  signed: SignatureToRecord | undefined,
+): RawBuilder<unknown> {
+  if (signed === undefined) return sql`${partnerId}::uuid`;
+  const [reads, writes, quotes] = signed.budgets;
+  return sql`record_signature(${partnerId}::uuid, ${signed.signature}, ${signed.expiresAtIso}::timestamptz,
+    ${signed.publicKeys}::text[], ${signed.allowedIps}::text[],
+    ${reads}::integer, ${writes}::integer, ${quotes}::integer)`;
+}
+
 /** Sets a partner's rate-limit budgets; `undefined` leaves one as it is, null restores the default. */
 export async function updateRateLimits(
   db: Db | Tx,

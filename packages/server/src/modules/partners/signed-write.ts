@@ -3,22 +3,21 @@
 // change, in the same commit, instead of by a statement and a commit of its own.
 
 import type { ErrorName } from "@counterpart/protocol";
-import { type RawBuilder, sql } from "kysely";
 import { databaseError, isUnavailable } from "../../db/errors.ts";
 import type { AuthResult } from "./partner-auth.ts";
-import type { SignatureRecord } from "./partners-store.ts";
+import type { SignatureRecord, SignatureToRecord } from "./partners-store.ts";
 
 /**
  * A state-changing request accepted by the credentials its process kept, whose signature is
  * recorded by the statement that makes its change. That statement first checks that the partner's
  * row still holds the credentials and budgets the request was judged by (else the request is
  * judged again by the row, which this process then keeps), then records the signature, and only
- * then changes anything (`recordSignature`). Until the route reports what the statement did, the
+ * then changes anything (partnerArgument, modules/partners/partners-store.ts). Until the route reports what the statement did, the
  * request is not authenticated: a request that ends without that statement recording (refused by
  * a check before it, or by what it raised) is settled as every other state-changing request is
  * (its signature recorded by a statement of its own) before anything is answered.
  */
-export class SignedWrite {
+export class SignedWrite implements SignatureToRecord {
   readonly partnerId: string;
   readonly signature: Uint8Array;
   readonly expiresAtIso: string;
@@ -109,22 +108,8 @@ export class WriteRefused extends Error {
 }
 
 /**
- * The partner argument of a change's statement: with `signed`, `record_signature(...)` (migration
- * 0018), which records the request's signature and returns the partner's id, or raises. An argument
- * is evaluated before the function it is given to runs, so the record is made, or the statement
- * fails, before the change writes anything.
- */
-export function partnerArgument(partnerId: string, signed: SignedWrite | undefined): RawBuilder<unknown> {
-  if (signed === undefined) return sql`${partnerId}::uuid`;
-  const [reads, writes, quotes] = signed.budgets;
-  return sql`record_signature(${partnerId}::uuid, ${signed.signature}, ${signed.expiresAtIso}::timestamptz,
-    ${signed.publicKeys}::text[], ${signed.allowedIps}::text[],
-    ${reads}::integer, ${writes}::integer, ${quotes}::integer)`;
-}
-
-/**
  * Makes a change whose statement records the request's signature while `signed` is open
- * (`change(signed)`, built with partnerArgument), and tells `signed` what the statement did. When
+ * (`change(signed)`, whose statement takes partnerArgument(…, signed)), and tells `signed` what the statement did. When
  * the partner's credentials changed since they were kept, the request is settled by the row first
  * (a refusal throws WriteRefused), and the change is made without the record (`change(undefined)`).
  * A replay throws WriteRefused("unauthorized"); anything else the statement raises is rethrown, and

@@ -9,7 +9,7 @@ import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type Leg, legArguments } from "../ledger/index.ts";
-import { partnerArgument, type SignedWrite } from "../partners/index.ts";
+import { partnerArgument, type SignatureToRecord } from "../partners/index.ts";
 
 type Q = Db | Tx;
 
@@ -174,7 +174,7 @@ export async function insertQuote(
     lifetimeSeconds: number;
   },
   clock: Clock,
-  signed?: SignedWrite,
+  signed?: SignatureToRecord,
 ): Promise<void> {
   const now = dbNow(clock);
   await sql`${sql.raw(preparedMarker)}
@@ -211,7 +211,7 @@ export interface QuoteExecution {
 export async function executeQuote(
   db: Q,
   e: QuoteExecution,
-  signed?: SignedWrite,
+  signed?: SignatureToRecord,
 ): Promise<Selectable<OrdersTable>> {
   const q = e.quote;
   const buying = q.side === "buy";
