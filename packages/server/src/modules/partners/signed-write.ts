@@ -12,10 +12,11 @@ import type { SignatureRecord, SignatureToRecord } from "./partners-store.ts";
  * recorded by the statement that makes its change. That statement first checks that the partner's
  * row still holds the credentials and budgets the request was judged by (else the request is
  * judged again by the row, which this process then keeps), then records the signature, and only
- * then changes anything (partnerArgument, modules/partners/partners-store.ts). Until the route reports what the statement did, the
- * request is not authenticated: a request that ends without that statement recording (refused by
- * a check before it, or by what it raised) is settled as every other state-changing request is
- * (its signature recorded by a statement of its own) before anything is answered.
+ * then changes anything (partnerArgument, modules/partners/partners-store.ts). Until the route
+ * reports what the statement did, the request is not authenticated: a request that ends without
+ * that statement recording (refused by a check before it, or by what it raised) is settled as
+ * every other state-changing request is (its signature recorded by a statement of its own) before
+ * anything is answered.
  */
 export class SignedWrite implements SignatureToRecord {
   readonly partnerId: string;
@@ -109,9 +110,10 @@ export class WriteRefused extends Error {
 
 /**
  * Makes a change whose statement records the request's signature while `signed` is open
- * (`change(signed)`, whose statement takes partnerArgument(…, signed)), and tells `signed` what the statement did. When
- * the partner's credentials changed since they were kept, the request is settled by the row first
- * (a refusal throws WriteRefused), and the change is made without the record (`change(undefined)`).
+ * (`change(signed)`, whose statement takes partnerArgument(…, signed)), and tells `signed` what the
+ * statement did. When the partner's credentials changed since they were kept, the request is
+ * settled by the row first (a refusal throws WriteRefused), and the change is made without the
+ * record (`change(undefined)`).
  * A replay throws WriteRefused("unauthorized"); anything else the statement raises is rethrown, and
  * the request is settled before its answer leaves.
  */
