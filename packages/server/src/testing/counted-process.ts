@@ -2,6 +2,7 @@
 // holds for it holds for any process that did not make a change (the context's app made it), and
 // its count is what one request costs.
 
+import assert from "node:assert/strict";
 import { signRequest } from "@counterpart/protocol";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId } from "kysely";
@@ -125,4 +126,16 @@ export function signedPost(app: FastifyInstance, p: SignedPost): Promise<LightMy
     payload,
     remoteAddress: p.remoteAddress ?? "127.0.0.1",
   });
+}
+
+/** A time for a new request on `ctx`'s clock: a millisecond after the previous one. */
+export function nextMs(ctx: TestContext): number {
+  ctx.clock.advance(1);
+  return ctx.clock.nowMs();
+}
+
+/** An answer in the contract's error shape: its HTTP status and its body's code. */
+export function assertAnswer(res: LightMyRequestResponse, status: number, code: number, why: string): void {
+  assert.equal(res.statusCode, status, `${why}: ${res.body}`);
+  assert.equal((res.json() as { code: number }).code, code, why);
 }

@@ -8,10 +8,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import type { FastifyInstance } from "fastify";
 import {
+  assertAnswer,
   type CountedProcess,
   LostAfterCommit,
+  nextMs,
   type SignedPost,
   signedPost,
   startCountedProcess,
@@ -39,11 +41,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     await ctx.close();
   });
 
-  /** A time for a new request: a millisecond after the previous one. */
-  function now(): number {
-    ctx.clock.advance(1);
-    return ctx.clock.nowMs();
-  }
+  const now = () => nextMs(ctx);
 
   const deposit = (ref: string, amount = "10", client = "client-1") => ({
     url: "/v1/partner/deposits" as const,
@@ -80,11 +78,6 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     return { orders: await count("orders"), signatures: await count("used_signatures"), balance };
   }
 
-  function assertCode(res: LightMyRequestResponse, status: number, code: number, why: string): void {
-    assert.equal(res.statusCode, status, `${why}: ${res.body}`);
-    assert.equal((res.json() as { code: number }).code, code, why);
-  }
-
   test("with the credentials kept, an order costs two statements, and its replay is a 401 that changes nothing", async () => {
     const { partner, clientId } = await keptPartner("two-statements");
     for (const request of [deposit("two-1"), withdrawal("two-2", "3")]) {
@@ -100,7 +93,12 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       assert.equal(after.signatures, before.signatures + 1, "recorded with the order");
 
       for (const app of [second, ctx.app]) {
-        assertCode(await signedPost(app, { ...request, partner, atMs }), 401, 401, `${request.url} replayed`);
+        assertAnswer(
+          await signedPost(app, { ...request, partner, atMs }),
+          401,
+          401,
+          `${request.url} replayed`,
+        );
       }
       assert.deepEqual(await state(partner.id, clientId), after, "a replay changes nothing");
     }
@@ -136,7 +134,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     ];
     for (const [request, status, code, removeCause] of refusals) {
       const before = await state(partner.id, clientId);
-      assertCode(await signedPost(second, request), status, code, request.body.partner_order_ref as string);
+      assertAnswer(await signedPost(second, request), status, code, request.body.partner_order_ref as string);
       const after = await state(partner.id, clientId);
       assert.deepEqual(
         after,
@@ -145,7 +143,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       );
       await removeCause();
       const changed = await state(partner.id, clientId);
-      assertCode(await signedPost(second, request), 401, 401, "replayed after the refusal");
+      assertAnswer(await signedPost(second, request), 401, 401, "replayed after the refusal");
       assert.deepEqual(await state(partner.id, clientId), changed, "the replay changed nothing");
     }
   });
@@ -155,7 +153,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     const partners = ctx.services.partners;
     const refusedChangesNothing = async (request: SignedPost, why: string) => {
       const before = await state(partner.id, clientId);
-      assertCode(await signedPost(second, request), 401, 401, why);
+      assertAnswer(await signedPost(second, request), 401, 401, why);
       assert.deepEqual(
         await state(partner.id, clientId),
         before,
@@ -172,7 +170,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
         signatures: before.signatures + 1,
         balance: after.balance,
       });
-      assertCode(await signedPost(second, request), 401, 401, `${why}, replayed`);
+      assertAnswer(await signedPost(second, request), 401, 401, `${why}, replayed`);
       assert.deepEqual(await state(partner.id, clientId), after);
     };
 
@@ -208,7 +206,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     await accepted({ ...deposit("changed-8"), ...at, atMs: now() }, "the budget's one write");
     const before = await state(partner.id, clientId);
     const over = await signedPost(second, { ...deposit("changed-9"), ...at, atMs: now() });
-    assertCode(over, 429, 429, "over the budget the row holds");
+    assertAnswer(over, 429, 429, "over the budget the row holds");
     assert.equal(over.headers["ratelimit-limit"], "1");
     const after = await state(partner.id, clientId);
     assert.equal(after.orders, before.orders, "no order over the budget");
@@ -241,16 +239,16 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     const res = await signedPost(second, request);
     assert.equal(lost.armed, false, "the statement ran");
     // Not a 401: the request's own record, found by judging it again, would say it was refused.
-    assertCode(res, 503, 503, "connection lost");
+    assertAnswer(res, 503, 503, "connection lost");
     const after = await state(partner.id, clientId);
     assert.deepEqual(after, {
       orders: before.orders + 1,
       signatures: before.signatures + 1,
       balance: before.balance + 400_000_000n,
     });
-    assertCode(await signedPost(second, request), 401, 401, "replayed");
+    assertAnswer(await signedPost(second, request), 401, 401, "replayed");
     // The partner's retry, signed anew, learns the order exists.
-    assertCode(await signedPost(second, { ...request, atMs: now() }), 409, 2020, "retried");
+    assertAnswer(await signedPost(second, { ...request, atMs: now() }), 409, 2020, "retried");
     assert.deepEqual(await state(partner.id, clientId), { ...after, signatures: after.signatures + 1 });
   });
 

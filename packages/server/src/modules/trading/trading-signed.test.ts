@@ -9,8 +9,10 @@ import { after, before, describe, test } from "node:test";
 import { generateKeyPair } from "@counterpart/protocol";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
+  assertAnswer,
   type CountedProcess,
   LostAfterCommit,
+  nextMs,
   type SignedPost,
   signedPost,
   startCountedProcess,
@@ -42,11 +44,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
     await ctx.close();
   });
 
-  /** A time for a new request: a millisecond after the previous one. */
-  function now(): number {
-    ctx.clock.advance(1);
-    return ctx.clock.nowMs();
-  }
+  const now = () => nextMs(ctx);
 
   const quote = (baseAmount = "0.01") => ({
     url: "/v1/partner/quotes",
@@ -102,11 +100,6 @@ describe("a quote or an execute recorded in its change's statement", () => {
     };
   }
 
-  function assertCode(res: LightMyRequestResponse, status: number, code: number, why: string): void {
-    assert.equal(res.statusCode, status, `${why}: ${res.body}`);
-    assert.equal((res.json() as { code: number }).code, code, why);
-  }
-
   function tokenOf(res: LightMyRequestResponse): string {
     assert.equal(res.statusCode, 200, res.body);
     return (res.json() as { result: { token: string } }).result.token;
@@ -122,8 +115,8 @@ describe("a quote or an execute recorded in its change's statement", () => {
     assert.equal(counted.statements.count, 2, "quote");
     const afterQuote = await state(partner.id, clientId);
     assert.deepEqual(afterQuote, { ...before, quotes: before.quotes + 1, signatures: before.signatures + 1 });
-    assertCode(await signedPost(second, quoted), 401, 401, "the quote replayed");
-    assertCode(await signedPost(ctx.app, quoted), 401, 401, "the quote replayed in the other process");
+    assertAnswer(await signedPost(second, quoted), 401, 401, "the quote replayed");
+    assertAnswer(await signedPost(ctx.app, quoted), 401, 401, "the quote replayed in the other process");
     assert.deepEqual(await state(partner.id, clientId), afterQuote, "no second quote");
 
     const executed: SignedPost = { ...execute(token, "two-exec"), partner, atMs: now() };
@@ -138,7 +131,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
     assert.equal(afterExecute.signatures, before.signatures + 2);
     assert.equal(afterExecute.btc, before.btc + 1_000_000n, "0.01 BTC bought");
     for (const app of [second, ctx.app]) {
-      assertCode(await signedPost(app, executed), 401, 401, "the execute replayed");
+      assertAnswer(await signedPost(app, executed), 401, 401, "the execute replayed");
     }
     assert.deepEqual(await state(partner.id, clientId), afterExecute, "a replay changes nothing");
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
@@ -149,7 +142,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
     // 0.01 BTC at 350,000 AED: funds short.
     const short: SignedPost = { ...quote(), partner, atMs: now() };
     let before = await state(partner.id, clientId);
-    assertCode(await signedPost(second, short), 400, 3005, "funds short");
+    assertAnswer(await signedPost(second, short), 400, 3005, "funds short");
     assert.deepEqual(await state(partner.id, clientId), { ...before, signatures: before.signatures + 1 });
     const funds = {
       partner_client_id: "client-1",
@@ -165,7 +158,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
     });
     assert.equal(funded.statusCode, 200, funded.body);
     before = await state(partner.id, clientId);
-    assertCode(await signedPost(second, short), 401, 401, "replayed with the funds there");
+    assertAnswer(await signedPost(second, short), 401, 401, "replayed with the funds there");
     assert.deepEqual(await state(partner.id, clientId), before, "no quote stored");
 
     // A spent token: executed once, then again under a new signature (4008), whose replay is a 401.
@@ -174,9 +167,9 @@ describe("a quote or an execute recorded in its change's statement", () => {
     assert.equal(first.statusCode, 200, first.body);
     const again: SignedPost = { ...execute(token), partner, atMs: now() };
     before = await state(partner.id, clientId);
-    assertCode(await signedPost(second, again), 400, 4008, "a spent token");
+    assertAnswer(await signedPost(second, again), 400, 4008, "a spent token");
     assert.deepEqual(await state(partner.id, clientId), { ...before, signatures: before.signatures + 1 });
-    assertCode(await signedPost(second, again), 401, 401, "its replay");
+    assertAnswer(await signedPost(second, again), 401, 401, "its replay");
     assert.deepEqual(await state(partner.id, clientId), { ...before, signatures: before.signatures + 1 });
   });
 
@@ -186,8 +179,8 @@ describe("a quote or an execute recorded in its change's statement", () => {
     const next = generateKeyPair();
     assert.ok((await ctx.services.partners.setKey(partner.id, next.publicKeyPem, testNote)).ok);
     const before = await state(partner.id, clientId);
-    assertCode(await signedPost(second, { ...quote(), partner, atMs: now() }), 401, 401, "quote, old key");
-    assertCode(
+    assertAnswer(await signedPost(second, { ...quote(), partner, atMs: now() }), 401, 401, "quote, old key");
+    assertAnswer(
       await signedPost(second, { ...execute(token), partner, atMs: now() }),
       401,
       401,
@@ -238,12 +231,12 @@ describe("a quote or an execute recorded in its change's statement", () => {
     lost.armed = true;
     const res = await signedPost(second, request);
     assert.equal(lost.armed, false, "the statement ran");
-    assertCode(res, 503, 503, "connection lost");
+    assertAnswer(res, 503, 503, "connection lost");
     const after = await state(partner.id, clientId);
     assert.equal(after.orders, before.orders + 1, "the order committed");
     assert.equal(after.signatures, before.signatures + 1, "with its record");
-    assertCode(await signedPost(second, request), 401, 401, "replayed");
-    assertCode(
+    assertAnswer(await signedPost(second, request), 401, 401, "replayed");
+    assertAnswer(
       await signedPost(second, { ...request, atMs: now() }),
       409,
       2020,
