@@ -19,6 +19,7 @@ import { after, before, describe, test } from "node:test";
 import { signRequest } from "@counterpart/protocol";
 import fc from "fast-check";
 import { limits } from "../config/limits.ts";
+import { feedSettled } from "../testing/events.ts";
 import { clientPayload, insertClient, sampleFile } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
 import {
@@ -444,9 +445,9 @@ describe("fuzzing every operation of the OpenAPI document over HTTP", { timeout:
     }
   }
 
-  /** Puts the own clients back: active, funded in every fiat asset. */
   /** The partner's events of the feed (its clients' and orders'), which GET /events/{id} shows. */
   async function feedEvents(): Promise<void> {
+    await feedSettled(ctx.services.database.db);
     const feed = await call("GET", "/v1/partner/events?limit=50");
     known.events = (feed.items as { id: string }[]).map((e) => String(e.id));
     assert.ok(known.events.length > 0, "the setup's clients and orders wrote events");

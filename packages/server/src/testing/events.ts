@@ -5,16 +5,40 @@
 
 import { setTimeout as delay } from "node:timers/promises";
 import { sql } from "kysely";
+import pg from "pg";
 import type { Db } from "../db/database.ts";
 
-export async function feedSettled(db: Db, timeoutMs = 30_000): Promise<void> {
+const settledSql =
+  "SELECT coalesce(max(txid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled FROM events";
+
+async function untilSettled(settled: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await sql<{ settled: boolean }>`
-      SELECT coalesce(max(txid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS settled FROM events
-    `.execute(db);
-    if (rows[0]?.settled === true) return;
+    if (await settled()) return;
     if (Date.now() > deadline) throw new Error("the event feed did not catch up");
     await delay(5);
+  }
+}
+
+/** Waits until the feed of `db` serves every event already committed. */
+export async function feedSettled(db: Db, timeoutMs = 30_000): Promise<void> {
+  await untilSettled(
+    async () => (await sql.raw<{ settled: boolean }>(settledSql).execute(db)).rows[0]?.settled === true,
+    timeoutMs,
+  );
+}
+
+/** The same, for a database that processes of their own serve: reached by its URL. */
+export async function feedSettledAt(databaseUrl: string, timeoutMs = 30_000): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    await untilSettled(
+      async () => (await client.query<{ settled: boolean }>(settledSql)).rows[0]?.settled === true,
+      timeoutMs,
+    );
+  } finally {
+    await client.end();
   }
 }

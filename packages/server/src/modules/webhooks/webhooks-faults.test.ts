@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import pg from "pg";
+import { feedSettledAt } from "../../testing/events.ts";
 import { clientPayload } from "../../testing/fixtures.ts";
 import { onPostgres, testDatabaseUrl } from "../../testing/harness.ts";
 import { type ServiceProcess, startService, tempDataDir } from "../../testing/processes.ts";
@@ -129,6 +130,9 @@ if (onPostgres) {
       };
 
       assert.equal((await call(0, "POST", "/v1/partner/clients", clientPayload(1))).status, 201);
+      // The endpoint starts where the feed stands; client.created is behind it once the feed serves
+      // it (an event the feed still holds back when an endpoint is made is delivered to it too).
+      await feedSettledAt(url.toString());
       const port = (server.address() as AddressInfo).port;
       const ep = await call(0, "POST", "/v1/partner/webhook-endpoints", {
         url: `http://127.0.0.1:${port}/hooks`,
@@ -152,7 +156,9 @@ if (onPostgres) {
       assert.ok(inFlight > 0, "no delivery was in flight");
       services[1]!.child.kill("SIGKILL");
 
-      // The feed, read through a surviving process.
+      // The feed, read through a surviving process once it serves every committed event (another
+      // test file's open transaction can hold the last ones back: testing/events.ts).
+      await feedSettledAt(url.toString());
       const feed: { id: string }[] = [];
       let cursor: string | null = null;
       for (;;) {

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { canonicalString, parsePublicKey, verifySignature } from "@counterpart/protocol";
+import { feedSettled } from "../../testing/events.ts";
 import { clientPayload } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 import { addressAllowed, checkWebhookUrl, resolveTarget } from "./url-safety.ts";
@@ -115,8 +116,13 @@ describe("webhooks", () => {
         }),
     };
   }
-  /** One round of this process's worker, and the deliveries it started, to their end. */
+  /**
+   * One round of this process's worker, and the deliveries it started, to their end. It starts once
+   * the feed serves every event already committed (testing/events.ts): on PostgreSQL another test
+   * file's open transaction can hold a just-written event back, and a round would then find none.
+   */
   async function round() {
+    await feedSettled(ctx.services.database.db);
     await ctx.services.webhooks.runOnce();
     await ctx.services.webhooks.settle();
   }
@@ -282,6 +288,7 @@ describe("webhooks", () => {
     const slow = await endpoint(receiver.url("/slow"), ["order.completed"]);
     const fast = await endpoint(receiver.url("/fast"), ["order.completed"]);
     assert.equal((await deposit()).statusCode, 200);
+    await feedSettled(ctx.services.database.db);
     await ctx.services.webhooks.runOnce();
     // The fast one is delivered while the slow one is still waiting for its answer.
     for (let i = 0; i < 1_000 && (await deliveries(fast.id))[0]?.status !== "delivered"; i++)
