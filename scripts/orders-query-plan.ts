@@ -1,14 +1,22 @@
-// Evidence for docs/operations.md: fills a fresh PostgreSQL database with a million orders (one
-// partner, 1,000 clients, all sources and statuses) and prints the plans and timings of the
-// orders list queries the service runs. Usage: node scripts/orders-query-plan.ts [DATABASE_URL]
+// Evidence for docs/operations.md ("Orders list with a million orders"): fills a fresh PostgreSQL
+// database with orders of one partner (1,000 clients, all sources and statuses, one order every
+// 25 s), first 10,000 then 1,000,000, and at each size times the statement the service runs for a
+// page of GET /v1/partner/orders (listOrders, its total included) under each kind of filter,
+// printing p50 and p95; at 1,000,000 it also prints the plans of the totals.
+// Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N]
 
 import crypto from "node:crypto";
 import pg from "pg";
 import { openDatabase } from "../packages/server/src/db/database.ts";
 import { migrate } from "../packages/server/src/db/migrate.ts";
 import { englishCountryName, seedCatalog } from "../packages/server/src/modules/catalog/index.ts";
+import { listOrders, type OrderFilter } from "../packages/server/src/modules/orders/orders-store.ts";
 
-const baseUrl = process.argv[2] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const args = process.argv.slice(2);
+const runsAt = args.indexOf("--runs");
+const runs = runsAt === -1 ? 60 : Number(args[runsAt + 1]);
+const positional = args.filter((a, i) => !a.startsWith("--") && (runsAt === -1 || i !== runsAt + 1));
+const baseUrl = positional[0] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = `cp_plan_${Date.now()}`;
 const admin = new pg.Client({ connectionString: baseUrl });
 await admin.connect();
@@ -16,11 +24,11 @@ await admin.query(`CREATE DATABASE ${dbName}`);
 const url = new URL(baseUrl);
 url.pathname = `/${dbName}`;
 const db = new pg.Client({ connectionString: url.toString() });
+const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: null, poolSize: 2 });
+const out = (line = "") => process.stdout.write(`${line}\n`);
 try {
-  const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: null });
   await migrate(handle);
   await seedCatalog(handle.db, englishCountryName);
-  await handle.close();
   await db.connect();
   const partner = crypto.randomUUID();
   await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan')`, [partner]);
@@ -34,58 +42,131 @@ try {
      FROM generate_series(1, 1000) i`,
     [partner],
   );
-  const started = Date.now();
-  await db.query(
-    `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
-       fee_asset_id, created_at, transitioned_at, updated_at)
-     SELECT $1, (SELECT min(id) FROM clients) + (i % 1000), 'r-' || i,
-       (ARRAY['deposit','withdrawal','buy','sell'])[1 + i % 4],
-       (ARRAY['bank','market','card'])[1 + i % 3],
-       (ARRAY['completed','completed','completed','rejected','failed'])[1 + i % 5],
-       1, 'AED', 'AED', t, t, t
-     FROM generate_series(1, 1000000) i, LATERAL (SELECT timestamptz '2026-01-01' + i * interval '25 seconds' AS t) x`,
-    [partner],
+  const client500 = Number(
+    (await db.query(`SELECT id FROM clients WHERE partner_client_id = 'c-500'`)).rows[0].id,
   );
-  await db.query("ANALYZE");
-  process.stdout.write(`inserted 1,000,000 orders in ${Date.now() - started} ms\n\n`);
 
-  const client500 = (await db.query(`SELECT id FROM clients WHERE partner_client_id = 'c-500'`)).rows[0].id;
+  /** Orders from..to (1-based), in one statement, as many as the service's triggers see. */
+  async function insertOrders(from: number, to: number): Promise<number> {
+    const started = Date.now();
+    await db.query(
+      `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
+         fee_asset_id, created_at, transitioned_at, updated_at)
+       SELECT $1, (SELECT min(id) FROM clients) + (i % 1000), 'r-' || i,
+         (ARRAY['deposit','withdrawal','buy','sell'])[1 + i % 4],
+         (ARRAY['bank','market','card'])[1 + i % 3],
+         (ARRAY['completed','completed','completed','rejected','failed'])[1 + i % 5],
+         1, 'AED', 'AED', t, t, t
+       FROM generate_series($2::int, $3::int) i,
+         LATERAL (SELECT timestamptz '2026-01-01' + i * interval '25 seconds' AS t) x`,
+      [partner, from, to],
+    );
+    await db.query("VACUUM ANALYZE orders");
+    await db.query("VACUUM ANALYZE order_counts");
+    return Date.now() - started;
+  }
+
+  const none: OrderFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
+  const pages: [string, OrderFilter, number][] = [
+    ["first page, no filter", none, 1],
+    ["page 50, no filter", none, 50],
+    // A filter that narrows nothing, so the total is counted: what every unfiltered page cost before
+    // migration 0019 kept the counts.
+    ["first page, counted (from 1970)", { ...none, from: "1970-01-01T00:00:00Z" }, 1],
+    ["one client", { ...none, clientId: client500 }, 1],
+    ["status=completed", { ...none, statuses: ["completed"] }, 1],
+    [
+      "one client, bank, completed, a month",
+      {
+        clientId: client500,
+        sources: ["bank"],
+        statuses: ["completed"],
+        from: "2026-01-01T00:00:00Z",
+        to: "2026-01-31T23:59:59Z",
+      },
+      1,
+    ],
+    ["one day", { ...none, from: "2026-01-02T00:00:00Z", to: "2026-01-02T23:59:59Z" }, 1],
+  ];
+  const percentile = (sorted: number[], p: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+  async function timePages(): Promise<Map<string, { p50: number; p95: number; total: number }>> {
+    const figures = new Map<string, { p50: number; p95: number; total: number }>();
+    for (const [name, filter, page] of pages) {
+      const times: number[] = [];
+      let total = 0;
+      for (let i = 0; i < runs + 5; i++) {
+        const started = process.hrtime.bigint();
+        total = (await listOrders(handle.db, partner, filter, page, 20)).total;
+        if (i >= 5) times.push(Number(process.hrtime.bigint() - started) / 1e6);
+      }
+      times.sort((a, b) => a - b);
+      figures.set(name, { p50: percentile(times, 0.5), p95: percentile(times, 0.95), total });
+    }
+    return figures;
+  }
+
+  out(`orders list statement (listOrders, page_size 20), PostgreSQL, ${runs} runs after 5 warm-up\n`);
+  const seed10k = await insertOrders(1, 10_000);
+  const at10k = await timePages();
+  const seed1m = await insertOrders(10_001, 1_000_000);
+  const at1m = await timePages();
+  out(
+    `seeded 10,000 orders in ${seed10k} ms, then 990,000 more in ${seed1m} ms (triggers on, then VACUUM ANALYZE)\n`,
+  );
+  const rows = [["page", "total@10k", "p50", "p95", "total@1M", "p50", "p95", "p95 ratio"]];
+  for (const [name] of pages) {
+    const a = at10k.get(name)!;
+    const b = at1m.get(name)!;
+    rows.push([
+      name,
+      String(a.total),
+      a.p50.toFixed(2),
+      a.p95.toFixed(2),
+      String(b.total),
+      b.p50.toFixed(2),
+      b.p95.toFixed(2),
+      (b.p95 / a.p95).toFixed(2),
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows)
+    out(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "));
+  out("(times in ms)\n");
+
   const queries: [string, string, unknown[]][] = [
     [
-      "first page, no filter",
-      `SELECT o.*, c.partner_client_id FROM orders o JOIN clients c ON c.id = o.client_id
-       WHERE o.partner_id = $1 ORDER BY o.created_at DESC, o.id DESC LIMIT 10 OFFSET 0`,
+      "total, no filter: the kept counts (migration 0019)",
+      `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1`,
       [partner],
     ],
     [
-      "first page of one client's completed bank orders in a month",
-      `SELECT o.*, c.partner_client_id FROM orders o JOIN clients c ON c.id = o.client_id
-       WHERE o.partner_id = $1 AND o.client_id = $2 AND o.source IN ('bank') AND o.status IN ('completed')
-         AND o.created_at >= '2026-03-01' AND o.created_at <= '2026-03-31'
-       ORDER BY o.created_at DESC, o.id DESC LIMIT 10 OFFSET 0`,
+      "total, one client: the kept count",
+      `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1 AND k.client_id = $2`,
       [partner, client500],
     ],
     [
-      "total for one client",
-      `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.client_id = $2`,
-      [partner, client500],
-    ],
-    [
-      "total for a date range (one day)",
+      "total for a date range (one day): counted",
       `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at >= '2026-05-01' AND o.created_at <= '2026-05-02'`,
       [partner],
     ],
     [
-      "total, no filter (the whole partner)",
+      "total with status=completed: counted",
+      `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.status = 'completed'`,
+      [partner],
+    ],
+    [
+      "what the kept counts replace: counting every order of the partner",
       `SELECT count(*) FROM orders o WHERE o.partner_id = $1`,
       [partner],
     ],
   ];
   for (const [name, text, params] of queries) {
     const plan = await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${text}`, params);
-    process.stdout.write(`-- ${name}\n${plan.rows.map((r) => r["QUERY PLAN"]).join("\n")}\n\n`);
+    out(`-- ${name}\n${plan.rows.map((r) => r["QUERY PLAN"]).join("\n")}\n`);
   }
 } finally {
+  await handle.close().catch(() => {});
   await db.end().catch(() => {});
   await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await admin.end();

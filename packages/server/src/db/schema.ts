@@ -107,6 +107,7 @@ export interface Database {
   document_files: DocumentFilesTable;
   client_documents: ClientDocumentsTable;
   orders: OrdersTable;
+  order_counts: OrderCountsTable;
   accounts: AccountsTable;
   postings: PostingsTable;
   quotes: QuotesTable;
@@ -236,6 +237,14 @@ export interface OrdersTable {
   created_at: Timestamp;
   transitioned_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** How many orders each client has, kept by a trigger on orders (migration 0019). */
+export interface OrderCountsTable {
+  client_id: number;
+  partner_id: string;
+  /** bigint, read as text */
+  orders: ColumnType<string, never, never>;
 }
 
 export type AccountKind = "client" | "omnibus" | "fee_revenue" | "vat_payable";

@@ -953,23 +953,27 @@ async function finalCall(partner: PartnerName, target: string): Promise<Outcome>
   throw new Error(`final read ${target}: no answer`);
 }
 
-async function readAll<T>(partner: PartnerName, path: string): Promise<T[]> {
+/** Every item of a paginated list, and the `total` its last page answered. */
+async function readAll<T>(partner: PartnerName, path: string): Promise<{ items: T[]; total: number }> {
   const out: T[] = [];
+  let total = 0;
+  // Pages are read until a short one: the total is judged, never trusted to stop the reading.
   for (let page = 1; page <= 10_000; page++) {
     const o = await finalCall(partner, `${path}${path.includes("?") ? "&" : "?"}page=${page}&page_size=100`);
     if (o.type !== "answer" || o.status !== 200)
       throw new Error(`${path} page ${page}: ${JSON.stringify(o).slice(0, 300)}`);
     const b = o.body as { items: T[]; total: number };
     out.push(...b.items);
-    if (b.items.length < 100 || out.length >= b.total) break;
+    total = b.total;
+    if (b.items.length < 100) break;
   }
-  return out;
+  return { items: out, total };
 }
 
 async function readFinal(partner: PartnerName, expectedClients: string[]): Promise<PartnerFinal> {
-  const listedClients = (await readAll<{ partner_client_id: string }>(partner, "/v1/partner/clients")).map(
-    (c) => c.partner_client_id,
-  );
+  const listedClients = (
+    await readAll<{ partner_client_id: string }>(partner, "/v1/partner/clients")
+  ).items.map((c) => c.partner_client_id);
   const balances: Record<string, Record<string, Balance>> = {};
   for (const client of expectedClients) {
     const o = await finalCall(partner, `/v1/partner/balances?partner_client_id=${client}`);
@@ -981,7 +985,13 @@ async function readFinal(partner: PartnerName, expectedClients: string[]): Promi
       items.map((i) => [i.asset_id, { balance: i.balance, available: i.available_balance }]),
     );
   }
-  const orders = await readAll<Order>(partner, "/v1/partner/orders");
+  const { items: orders, total } = await readAll<Order>(partner, "/v1/partner/orders");
+  const byClient: Record<string, number> = {};
+  for (const client of expectedClients) {
+    const o = await finalCall(partner, `/v1/partner/orders?partner_client_id=${client}&page_size=1`);
+    if (o.type !== "answer" || o.status !== 200) throw new Error(`orders of ${client}: ${JSON.stringify(o)}`);
+    byClient[client] = (o.body as { total: number }).total;
+  }
   const refLookups: Record<string, Order | null> = {};
   const unknownRefs = new Set(
     ops
@@ -996,7 +1006,14 @@ async function readFinal(partner: PartnerName, expectedClients: string[]): Promi
     if (o.type === "answer" && o.status !== 200 && o.status !== 404)
       throw new Error(`lookup of ${ref}: ${o.status}`);
   }
-  return { expectedClients, listedClients, balances, orders, refLookups };
+  return {
+    expectedClients,
+    listedClients,
+    balances,
+    orders,
+    orderTotals: { all: total, byClient },
+    refLookups,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -202,6 +202,7 @@ function baseline(): History {
       "client-2": { AED: bal("0E-8"), BTC: bal("0E-8"), USD: bal("50.00000000") },
     },
     orders: [deposit4, buy3, withdrawal2, deposit1],
+    orderTotals: { all: 4, byClient: { "client-1": 3, "client-2": 1 } },
     refLookups: { r6: deposit4 },
   };
   const finalB: PartnerFinal = {
@@ -209,6 +210,7 @@ function baseline(): History {
     listedClients: ["client-1"],
     balances: { "client-1": { AED: bal("10.00000000"), USD: bal("0E-8") } },
     orders: [depositB5],
+    orderTotals: { all: 1, byClient: { "client-1": 1 } },
     refLookups: {},
   };
   return {
@@ -395,6 +397,18 @@ describe("bank test checker", () => {
     h.final.B.orders.push({ ...deposit1, id: 10 });
     h.final.B.refLookups = {};
     assertCaught(h, "isolation between partners");
+  });
+
+  test("an orders list's total that is not the orders it lists, for the partner or a client", () => {
+    const h = baseline();
+    h.final.A.orderTotals.all = 5;
+    assertCaught(h, "an orders list's total");
+    const h2 = baseline();
+    h2.final.A.orderTotals.byClient["client-2"] = 0;
+    assertCaught(h2, "an orders list's total");
+    const h3 = baseline();
+    delete h3.final.B.orderTotals.byClient["client-1"];
+    assertCaught(h3, "an orders list's total");
   });
 
   test("B's listing shows A's clients", () => {

@@ -176,6 +176,7 @@ export function checkHistory(h: History): CheckReport {
     durable: new Invariant("every acknowledged order durable and unchanged"),
     phantom: new Invariant("every order comes from a request"),
     isolation: new Invariant("isolation between partners"),
+    totals: new Invariant("an orders list's total is the number of orders it lists (partner, each client)"),
     recovery: new Invariant(
       `≥ ${(h.facts.recovery.rate * 100).toFixed(0)} % answered from ${h.facts.recovery.afterMs / 1000} s after each fault heals`,
     ),
@@ -608,6 +609,20 @@ export function checkHistory(h: History): CheckReport {
         fin.expectedClients.includes(o.partner_client_id),
         () => `${p} lists order ${o.id} of client ${o.partner_client_id}, not its own`,
       );
+    }
+  }
+
+  // --- the orders list's totals
+  for (const p of partners) {
+    const fin = h.final[p];
+    inv.totals.check(
+      fin.orderTotals.all === fin.orders.length,
+      () => `${p}: total ${fin.orderTotals.all}, ${fin.orders.length} orders listed`,
+    );
+    for (const client of fin.expectedClients) {
+      const listed = fin.orders.filter((o) => o.partner_client_id === client).length;
+      const total = fin.orderTotals.byClient[client];
+      inv.totals.check(total === listed, () => `${p} ${client}: total ${total}, ${listed} orders listed`);
     }
   }
 

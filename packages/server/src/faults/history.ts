@@ -107,6 +107,11 @@ export interface PartnerFinal {
   balances: Record<string, Record<string, Balance>>;
   /** Every order of the partner, read page by page through the API. */
   orders: Order[];
+  /**
+   * The `total` the orders list answered: for the partner's whole list, and for each client's
+   * (`partner_client_id=`), read after the last page.
+   */
+  orderTotals: { all: number; byClient: Record<string, number> };
   /** Reference → the order GET /orders/ref/{ref} returned (null: 404), for indeterminate writes. */
   refLookups: Record<string, Order | null>;
 }

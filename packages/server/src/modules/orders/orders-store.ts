@@ -127,7 +127,17 @@ export async function listOrders(
     .orderBy("o.id", "desc")
     .limit(pageSize)
     .offset((page - 1) * pageSize);
-  const counted = q.select((eb) => eb.fn.countAll<number>().as("total"));
+  // Without a filter, or with a client alone, the total is the kept count (migration 0019): a sum
+  // over the partner's clients' rows, or one row, instead of a count of every order. It is read in
+  // the statement's snapshot, as the page is, so the two agree. Any other filter (one added later
+  // included) narrows the total, which is then counted.
+  const { clientId: _client, ...narrowing } = filter;
+  const kept = Object.values(narrowing).every((v) => v === null || (Array.isArray(v) && v.length === 0));
+  let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", partnerId);
+  if (filter.clientId !== null) counts = counts.where("k.client_id", "=", filter.clientId);
+  const counted = kept
+    ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
+    : q.select((eb) => eb.fn.countAll<string>().as("total"));
   // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
   // migration adds to orders does not reach it.
   const statement = db

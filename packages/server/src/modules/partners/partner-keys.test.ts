@@ -7,14 +7,13 @@ import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
-import pg from "pg";
 import { buildPartnerApp } from "../../app.ts";
-import { openDatabase } from "../../db/database.ts";
-import { listMigrations, migrate } from "../../db/migrate.ts";
+import { migrate } from "../../db/migrate.ts";
 import { systemClock } from "../../platform/clock.ts";
 import { systemRandom } from "../../platform/random.ts";
 import { buildServices } from "../../services.ts";
-import { startTestContext, type TestContext, testDatabaseUrl } from "../../testing/harness.ts";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { openDatabaseBefore } from "../../testing/migrations.ts";
 import { PartnerAuthenticator } from "./partner-auth.ts";
 
 /** A partner whose rate limits the operator never set: every budget is the default. */
@@ -258,31 +257,8 @@ describe("partner keys: rotation without downtime", () => {
 
 describe("migration 0012: a partner of the single-key shape keeps its key", () => {
   test("a partner inserted before the migration authenticates after it", async () => {
-    let schema: string | null = null;
-    if (testDatabaseUrl !== null) {
-      schema = `t_${process.pid}_${crypto.randomBytes(4).toString("hex")}`;
-      const c = new pg.Client({ connectionString: testDatabaseUrl });
-      await c.connect();
-      await c.query(`CREATE SCHEMA ${schema}`).finally(() => c.end());
-    }
-    const database = await openDatabase({
-      databaseUrl: testDatabaseUrl,
-      pgliteDir: null,
-      ...(schema === null ? {} : { searchPath: schema, poolSize: 2 }),
-    });
+    const { database, close } = await openDatabaseBefore("0012");
     try {
-      // The migrations before 0012, applied as migrate() applies them.
-      const before = listMigrations().filter((m) => m.version < "0012");
-      await database.withScriptSession(async (run) => {
-        await run(`CREATE TABLE schema_migrations (
-          version text PRIMARY KEY,
-          applied_at timestamptz NOT NULL DEFAULT now()
-        )`);
-        for (const m of before) {
-          await run(m.sql);
-          await run(`INSERT INTO schema_migrations (version) VALUES ('${m.version}')`);
-        }
-      });
       const keys = generateKeyPair();
       const id = crypto.randomUUID();
       await database.withScriptSession(async (run) => {
@@ -322,12 +298,7 @@ describe("migration 0012: a partner of the single-key shape keeps its key", () =
       assert.equal(rows[0]!.partner_id, id);
       assert.equal(rows[0]!.retired_at, null);
     } finally {
-      await database.close();
-      if (schema !== null) {
-        const c = new pg.Client({ connectionString: testDatabaseUrl! });
-        await c.connect();
-        await c.query(`DROP SCHEMA ${schema} CASCADE`).finally(() => c.end());
-      }
+      await close();
     }
   });
 });

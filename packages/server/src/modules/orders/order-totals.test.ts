@@ -1,0 +1,261 @@
+// The orders list's `total` (docs/reference.md §8 pagination; docs/decisions.md, "An orders page's
+// total from kept counts"): without a filter, or with a client alone, it is read from the counts the
+// database keeps per client (migration 0019); with any other filter it is counted. Either way it is
+// the number of orders the list holds, for every way an order is made; a refused request counts
+// nothing; the database refuses what would make the counts false; orders written before the
+// migration are counted by it.
+
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
+import type { Db } from "../../db/database.ts";
+import { migrate } from "../../db/migrate.ts";
+import { insertClient } from "../../testing/fixtures.ts";
+import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
+import { openDatabaseBefore } from "../../testing/migrations.ts";
+import { englishCountryName, seedCatalog } from "../catalog/index.ts";
+import { listOrders } from "./orders-store.ts";
+
+const noFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
+
+/** The orders in the table, by partner and client: what every total must agree with. */
+async function tableCounts(
+  db: Db,
+  partnerId: string,
+): Promise<{ all: number; byClient: Map<number, number> }> {
+  const rows = await db
+    .selectFrom("orders")
+    .where("partner_id", "=", partnerId)
+    .select((eb) => ["client_id", eb.fn.countAll<string>().as("n")])
+    .groupBy("client_id")
+    .execute();
+  const byClient = new Map(rows.map((r) => [r.client_id, Number(r.n)]));
+  return { all: [...byClient.values()].reduce((a, b) => a + b, 0), byClient };
+}
+
+describe("orders: the list's total", () => {
+  let ctx: TestContext;
+  let other: TestPartner;
+  const clients: { id: number; partnerClientId: string }[] = [];
+  let ref = 0;
+
+  before(async () => {
+    ctx = await startTestContext();
+    const db = ctx.services.database.db;
+    clients.push(await insertClient(db, ctx.partner.id, 1), await insertClient(db, ctx.partner.id, 2));
+    other = await ctx.addPartner({ name: "Other" });
+    await insertClient(db, other.id, 1);
+    const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      reason: "test set-up",
+    });
+    assert.equal(price.statusCode, 200, price.body);
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  const post = (url: string, body: object, partner = ctx.partner) =>
+    ctx.signed({ method: "POST", url, body, partner });
+  const total = async (query = "", partner = ctx.partner) => {
+    const res = await ctx.signed({ method: "GET", url: `/v1/partner/orders${query}`, partner });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json().total as number;
+  };
+  /** Every total the list answers agrees with the table: the partner's, each client's, a filtered one. */
+  async function assertTotals(): Promise<number> {
+    const db = ctx.services.database.db;
+    const counts = await tableCounts(db, ctx.partner.id);
+    assert.equal(await total(), counts.all, "no filter");
+    for (const c of clients)
+      assert.equal(
+        await total(`?partner_client_id=${c.partnerClientId}`),
+        counts.byClient.get(c.id) ?? 0,
+        c.partnerClientId,
+      );
+    const completed = await db
+      .selectFrom("orders")
+      .where("partner_id", "=", ctx.partner.id)
+      .where("status", "=", "completed")
+      .select((eb) => eb.fn.countAll<string>().as("n"))
+      .executeTakeFirstOrThrow();
+    assert.equal(await total("?status=completed"), Number(completed.n), "status=completed");
+    assert.equal(await total("", other), (await tableCounts(db, other.id)).all, "the other partner");
+    return counts.all;
+  }
+
+  test("every way an order is made adds one, to its client's total and the partner's; a refused request none", async () => {
+    assert.equal(await assertTotals(), 0);
+    const fund = (client: string, amount: string, partner = ctx.partner) =>
+      post(
+        "/v1/partner/deposits",
+        { partner_client_id: client, asset_id: "AED", amount, partner_order_ref: `t-${++ref}` },
+        partner,
+      );
+    assert.equal((await fund("client-1", "5000")).statusCode, 200);
+    assert.equal((await fund("client-2", "10")).statusCode, 200);
+    assert.equal((await fund("client-1", "7", other)).statusCode, 200);
+    assert.equal(await assertTotals(), 2);
+
+    const withdraw = (client: string, amount: string) =>
+      post("/v1/partner/withdrawals", {
+        partner_client_id: client,
+        asset_id: "AED",
+        amount,
+        partner_order_ref: `t-${++ref}`,
+      });
+    assert.equal((await withdraw("client-2", "4")).statusCode, 200);
+    const usedRef = `t-${ref}`;
+    // Refused: funds short (3005), a reference already used (2020), an amount that is no amount (422).
+    const short = await withdraw("client-2", "100");
+    assert.equal(short.json().code, 3005, short.body);
+    const reused = await post("/v1/partner/deposits", {
+      partner_client_id: "client-1",
+      asset_id: "AED",
+      amount: "1",
+      partner_order_ref: usedRef,
+    });
+    assert.equal(reused.json().code, 2020, reused.body);
+    assert.equal((await fund("client-1", "-1")).statusCode, 422);
+    assert.equal(await assertTotals(), 3);
+
+    // A trade executed; and one whose client spent its funds between quote and execute: its order
+    // is made, rejected, and counted. A quote refused for funds short (3005) makes none.
+    const quote = async (client: string, baseAmount: string) => {
+      const q = await post("/v1/partner/quotes", {
+        partner_client_id: client,
+        asset_pair: "BTC-AED",
+        side: "buy",
+        base_amount: baseAmount,
+      });
+      assert.equal(q.statusCode, 200, q.body);
+      return q.json().result.token as string;
+    };
+    const execute = async (client: string, token: string) => {
+      const e = await post("/v1/partner/quotes/execute", { partner_client_id: client, token });
+      assert.equal(e.statusCode, 200, e.body);
+      return e.json().result.status as string;
+    };
+    assert.equal(await execute("client-1", await quote("client-1", "0.01")), "completed");
+    const refusedQuote = await post("/v1/partner/quotes", {
+      partner_client_id: "client-2",
+      asset_pair: "BTC-AED",
+      side: "buy",
+      base_amount: "0.01",
+    });
+    assert.equal(refusedQuote.json().code, 3005, refusedQuote.body);
+    assert.equal(await assertTotals(), 4);
+    assert.equal((await fund("client-2", "4000")).statusCode, 200);
+    const token = await quote("client-2", "0.01");
+    assert.equal((await withdraw("client-2", "4000")).statusCode, 200);
+    assert.equal(await execute("client-2", token), "rejected");
+    assert.equal(await assertTotals(), 7);
+    // A quote alone is no order; an execute of a spent token (4008) makes none.
+    const q = await post("/v1/partner/quotes", {
+      partner_client_id: "client-1",
+      asset_pair: "BTC-AED",
+      side: "buy",
+      base_amount: "0.001",
+    });
+    assert.equal(q.statusCode, 200, q.body);
+    assert.equal(await assertTotals(), 7);
+    const executed = { partner_client_id: "client-1", token: q.json().result.token };
+    assert.equal((await post("/v1/partner/quotes/execute", executed)).statusCode, 200);
+    assert.equal((await post("/v1/partner/quotes/execute", executed)).json().code, 4008);
+    assert.equal(await assertTotals(), 8);
+  });
+
+  test("without a filter or with a client alone the total is the kept count; any other filter counts", async () => {
+    const db = ctx.services.database.db;
+    const c1 = clients[0]!;
+    const before = {
+      all: await total(),
+      c1: await total("?partner_client_id=client-1"),
+      c2: await total("?partner_client_id=client-2"),
+      bank: await total("?source=bank"),
+      day: await total("?from_datetime=2000-01-01"),
+    };
+    assert.ok(before.c1 > 0 && before.bank > 0 && before.day === before.all);
+    // Only a changed count shows which totals read it; it is put back at once.
+    const shift = (by: number) =>
+      sql`UPDATE order_counts SET orders = orders + ${by} WHERE client_id = ${c1.id}`.execute(db);
+    await shift(100);
+    try {
+      assert.equal(await total(), before.all + 100);
+      assert.equal(await total("?partner_client_id=client-1"), before.c1 + 100);
+      assert.equal(await total("?partner_client_id=client-2"), before.c2);
+      assert.equal(await total("?source=bank"), before.bank);
+      assert.equal(await total("?from_datetime=2000-01-01"), before.day);
+      assert.equal(await total("?partner_client_id=client-1&status=completed&status=rejected"), before.c1);
+    } finally {
+      await shift(-100);
+    }
+    assert.equal(await total(), before.all);
+  });
+
+  test("the database refuses what would make the counts false: deleting an order, moving it, truncating", async () => {
+    const db = ctx.services.database.db;
+    const before = await tableCounts(db, ctx.partner.id);
+    const [c1, c2] = clients as [(typeof clients)[0], (typeof clients)[0]];
+    const anOrder = await db
+      .selectFrom("orders")
+      .where("client_id", "=", c1.id)
+      .select("id")
+      .executeTakeFirstOrThrow();
+    for (const statement of [
+      sql`DELETE FROM orders WHERE id = ${anOrder.id}`,
+      sql`UPDATE orders SET client_id = ${c2.id} WHERE id = ${anOrder.id}`,
+      sql`UPDATE orders SET partner_id = ${other.id} WHERE id = ${anOrder.id}`,
+      sql`TRUNCATE orders CASCADE`,
+    ]) {
+      await assert.rejects(statement.execute(db), /orders are kept/);
+    }
+    assert.deepEqual(await tableCounts(db, ctx.partner.id), before);
+    assert.equal(await assertTotals(), before.all);
+  });
+});
+
+describe("migration 0019: orders written before it are counted", () => {
+  test("the kept counts start from the orders already there", async () => {
+    const { database, close } = await openDatabaseBefore("0019");
+    try {
+      const db = database.db;
+      await seedCatalog(db, englishCountryName);
+      const partnerId = crypto.randomUUID();
+      await sql`INSERT INTO partners (id, name) VALUES (${partnerId}, 'Earlier')`.execute(db);
+      const one = await insertClient(db, partnerId, 1);
+      const two = await insertClient(db, partnerId, 2);
+      const three = await insertClient(db, partnerId, 3);
+      const orders: [number, number][] = [
+        [one.id, 3],
+        [two.id, 2],
+      ];
+      for (const [client, n] of orders)
+        await sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit,
+                    debit_asset_id, fee_asset_id)
+                  SELECT ${partnerId}, ${client}, 'r-' || ${client} || '-' || i, 'deposit', 'bank', 'completed',
+                    1, 'AED', 'AED'
+                  FROM generate_series(1, ${n}) i`.execute(db);
+      assert.ok((await migrate(database)).includes("0019_order_counts"));
+      const list = (clientId: number | null) =>
+        listOrders(db, partnerId, { ...noFilter, clientId }, 1, 10).then((r) => r.total);
+      assert.equal(await list(null), 5);
+      assert.equal(await list(one.id), 3);
+      assert.equal(await list(two.id), 2);
+      // A client without orders has no count row: its total is 0.
+      assert.equal(await list(three.id), 0);
+      // Counted from then on, by the trigger.
+      await sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit,
+                  debit_asset_id, fee_asset_id)
+                VALUES (${partnerId}, ${two.id}, 'after', 'deposit', 'bank', 'completed', 1, 'AED', 'AED')`.execute(
+        db,
+      );
+      assert.equal(await list(null), 6);
+      assert.equal(await list(two.id), 3);
+    } finally {
+      await close();
+    }
+  });
+});
