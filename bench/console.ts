@@ -94,11 +94,12 @@ async function seed(db: pg.Client, orders: number): Promise<{ partner: string }>
         AND h.slot = o.client_id % 16 AND h.asset_id = 'AED'
       WHERE o.status = 'completed'`,
   );
-  // The trigger that keeps each client's count of orders (migration 0019) is skipped too: the counts
+  // The trigger that keeps each client's counts of orders (migrations 0019, 0020) is skipped too: the counts
   // are set here, as the balances are below.
   await db.query(
-    `INSERT INTO order_counts (client_id, partner_id, orders)
-     SELECT client_id, partner_id, count(*) FROM orders GROUP BY client_id, partner_id`,
+    `INSERT INTO order_counts (client_id, source, status, partner_id, orders)
+     SELECT client_id, source, status, partner_id, count(*) FROM orders
+      GROUP BY client_id, source, status, partner_id`,
   );
   await db.query(
     `UPDATE accounts a SET balance = p.total

@@ -76,6 +76,12 @@ try {
     ["one client", { ...none, clientId: client500 }, 1],
     ["status=completed", { ...none, statuses: ["completed"] }, 1],
     [
+      "source=bank, status=rejected+failed",
+      { ...none, sources: ["bank"], statuses: ["rejected", "failed"] },
+      1,
+    ],
+    ["one client, status=completed", { ...none, clientId: client500, statuses: ["completed"] }, 1],
+    [
       "one client, bank, completed, a month",
       {
         clientId: client500,
@@ -136,7 +142,7 @@ try {
 
   const queries: [string, string, unknown[]][] = [
     [
-      "total, no filter: the kept counts (migration 0019)",
+      "total, no filter: the kept counts (migrations 0019, 0020)",
       `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1`,
       [partner],
     ],
@@ -151,7 +157,12 @@ try {
       [partner],
     ],
     [
-      "total with status=completed: counted",
+      "total with status=completed: the kept counts (migration 0020)",
+      `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1 AND k.status = any($2::text[])`,
+      [partner, ["completed"]],
+    ],
+    [
+      "what they replace: counting the partner's completed orders",
       `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.status = 'completed'`,
       [partner],
     ],

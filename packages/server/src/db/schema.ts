@@ -242,6 +242,8 @@ export interface OrdersTable {
 /** How many orders each client has, kept by a trigger on orders (migration 0019). */
 export interface OrderCountsTable {
   client_id: number;
+  source: OrderSource;
+  status: OrderStatus;
   partner_id: string;
   /** bigint, read as text */
   orders: ColumnType<string, never, never>;

@@ -32,6 +32,7 @@ import {
   type OpKind,
   type Order,
   type Outcome,
+  orderTotalFilters,
   type PartnerFinal,
   type PartnerName,
   resultOrder,
@@ -992,6 +993,12 @@ async function readFinal(partner: PartnerName, expectedClients: string[]): Promi
     if (o.type !== "answer" || o.status !== 200) throw new Error(`orders of ${client}: ${JSON.stringify(o)}`);
     byClient[client] = (o.body as { total: number }).total;
   }
+  const byFilter: Record<string, number> = {};
+  for (const filter of orderTotalFilters) {
+    const o = await finalCall(partner, `/v1/partner/orders?${filter}&page_size=1`);
+    if (o.type !== "answer" || o.status !== 200) throw new Error(`orders ?${filter}: ${JSON.stringify(o)}`);
+    byFilter[filter] = (o.body as { total: number }).total;
+  }
   const refLookups: Record<string, Order | null> = {};
   const unknownRefs = new Set(
     ops
@@ -1011,7 +1018,7 @@ async function readFinal(partner: PartnerName, expectedClients: string[]): Promi
     listedClients,
     balances,
     orders,
-    orderTotals: { all: total, byClient },
+    orderTotals: { all: total, byClient, byFilter },
     refLookups,
   };
 }

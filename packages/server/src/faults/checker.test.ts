@@ -202,7 +202,18 @@ function baseline(): History {
       "client-2": { AED: bal("0E-8"), BTC: bal("0E-8"), USD: bal("50.00000000") },
     },
     orders: [deposit4, buy3, withdrawal2, deposit1],
-    orderTotals: { all: 4, byClient: { "client-1": 3, "client-2": 1 } },
+    orderTotals: {
+      all: 4,
+      byClient: { "client-1": 3, "client-2": 1 },
+      byFilter: {
+        "status=completed": 4,
+        "status=rejected": 0,
+        "status=failed": 0,
+        "source=bank": 3,
+        "source=market": 1,
+        "source=bank&status=completed&status=rejected": 3,
+      },
+    },
     refLookups: { r6: deposit4 },
   };
   const finalB: PartnerFinal = {
@@ -210,7 +221,18 @@ function baseline(): History {
     listedClients: ["client-1"],
     balances: { "client-1": { AED: bal("10.00000000"), USD: bal("0E-8") } },
     orders: [depositB5],
-    orderTotals: { all: 1, byClient: { "client-1": 1 } },
+    orderTotals: {
+      all: 1,
+      byClient: { "client-1": 1 },
+      byFilter: {
+        "status=completed": 1,
+        "status=rejected": 0,
+        "status=failed": 0,
+        "source=bank": 1,
+        "source=market": 0,
+        "source=bank&status=completed&status=rejected": 1,
+      },
+    },
     refLookups: {},
   };
   return {
@@ -409,6 +431,17 @@ describe("bank test checker", () => {
     const h3 = baseline();
     delete h3.final.B.orderTotals.byClient["client-1"];
     assertCaught(h3, "an orders list's total");
+    // Filtered: a total by status or source that is not the orders listed with it.
+    const h4 = baseline();
+    h4.final.A.orderTotals.byFilter["status=rejected"] = 1;
+    assertCaught(h4, "an orders list's total");
+    const h5 = baseline();
+    h5.final.B.orderTotals.byFilter["source=bank&status=completed&status=rejected"] = 0;
+    assertCaught(h5, "an orders list's total");
+    // A trade turned rejected while its total stayed with the completed ones.
+    const h6 = baseline();
+    h6.final.A.orders = h6.final.A.orders.map((o) => (o.id === 3 ? { ...o, status: "rejected" } : o));
+    assertCaught(h6, "an orders list's total");
   });
 
   test("B's listing shows A's clients", () => {

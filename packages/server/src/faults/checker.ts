@@ -9,6 +9,7 @@ import {
   type History,
   type Op,
   type Order,
+  orderTotalFilters,
   type PartnerFinal,
   type PartnerName,
   resultOrder,
@@ -176,7 +177,9 @@ export function checkHistory(h: History): CheckReport {
     durable: new Invariant("every acknowledged order durable and unchanged"),
     phantom: new Invariant("every order comes from a request"),
     isolation: new Invariant("isolation between partners"),
-    totals: new Invariant("an orders list's total is the number of orders it lists (partner, each client)"),
+    totals: new Invariant(
+      "an orders list's total is the number of orders it lists (partner, each client, by status and source)",
+    ),
     recovery: new Invariant(
       `≥ ${(h.facts.recovery.rate * 100).toFixed(0)} % answered from ${h.facts.recovery.afterMs / 1000} s after each fault heals`,
     ),
@@ -623,6 +626,21 @@ export function checkHistory(h: History): CheckReport {
       const listed = fin.orders.filter((o) => o.partner_client_id === client).length;
       const total = fin.orderTotals.byClient[client];
       inv.totals.check(total === listed, () => `${p} ${client}: total ${total}, ${listed} orders listed`);
+    }
+    for (const filter of orderTotalFilters) {
+      const params = new URLSearchParams(filter);
+      const sources = params.getAll("source");
+      const statuses = params.getAll("status");
+      const listed = fin.orders.filter(
+        (o) =>
+          (sources.length === 0 || sources.includes(o.source)) &&
+          (statuses.length === 0 || statuses.includes(o.status)),
+      ).length;
+      const total = fin.orderTotals.byFilter[filter];
+      inv.totals.check(
+        total === listed,
+        () => `${p} ?${filter}: total ${total}, ${listed} such orders listed`,
+      );
     }
   }
 

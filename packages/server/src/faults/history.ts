@@ -108,13 +108,27 @@ export interface PartnerFinal {
   /** Every order of the partner, read page by page through the API. */
   orders: Order[];
   /**
-   * The `total` the orders list answered: for the partner's whole list, and for each client's
-   * (`partner_client_id=`), read after the last page.
+   * The `total` the orders list answered: for the partner's whole list, for each client's
+   * (`partner_client_id=`), and under each of `orderTotalFilters` (`status=completed`, …), read
+   * after the last page.
    */
-  orderTotals: { all: number; byClient: Record<string, number> };
+  orderTotals: { all: number; byClient: Record<string, number>; byFilter: Record<string, number> };
   /** Reference → the order GET /orders/ref/{ref} returned (null: 404), for indeterminate writes. */
   refLookups: Record<string, Order | null>;
 }
+
+/**
+ * The filters whose totals are judged: the statuses orders are made with (a deposit or withdrawal
+ * completed, a trade completed or rejected), one they never have, and both sources.
+ */
+export const orderTotalFilters = [
+  "status=completed",
+  "status=rejected",
+  "status=failed",
+  "source=bank",
+  "source=market",
+  "source=bank&status=completed&status=rejected",
+] as const;
 
 export interface RunFacts {
   seed: number;

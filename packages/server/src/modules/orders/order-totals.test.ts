@@ -1,23 +1,25 @@
 // The orders list's `total` (docs/reference.md §8 pagination; docs/decisions.md, "An orders page's
-// total from kept counts"): without a filter, or with a client alone, it is read from the counts the
-// database keeps per client (migration 0019); with any other filter it is counted. Either way it is
+// total from kept counts"): filtered by nothing but client, source and status, it is read from the
+// counts the database keeps per client, source and status (migrations 0019, 0020); with a range of
+// dates it is counted. Either way it is
 // the number of orders the list holds, for every way an order is made; a refused request counts
 // nothing; the database refuses what would make the counts false; orders written before the
-// migration are counted by it.
+// migrations are counted by them; a change of an order's status moves its count.
 
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import type { Db } from "../../db/database.ts";
+import type { DatabaseHandle, Db } from "../../db/database.ts";
 import { migrate } from "../../db/migrate.ts";
+import type { Tx } from "../../db/transaction.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { openDatabaseBefore } from "../../testing/migrations.ts";
 import { englishCountryName, seedCatalog } from "../catalog/index.ts";
-import { listOrders } from "./orders-store.ts";
+import { listOrders, type OrderFilter } from "./orders-store.ts";
 
-const noFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
+const noFilter: OrderFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
 
 /** The orders in the table, by partner and client: what every total must agree with. */
 async function tableCounts(
@@ -75,13 +77,21 @@ describe("orders: the list's total", () => {
         counts.byClient.get(c.id) ?? 0,
         c.partnerClientId,
       );
-    const completed = await db
-      .selectFrom("orders")
-      .where("partner_id", "=", ctx.partner.id)
-      .where("status", "=", "completed")
-      .select((eb) => eb.fn.countAll<string>().as("n"))
-      .executeTakeFirstOrThrow();
-    assert.equal(await total("?status=completed"), Number(completed.n), "status=completed");
+    // By status and by source, the kinds this file's orders are made with.
+    for (const [column, value] of [
+      ["status", "completed"],
+      ["status", "rejected"],
+      ["source", "bank"],
+      ["source", "market"],
+    ] as const) {
+      const n = await db
+        .selectFrom("orders")
+        .where("partner_id", "=", ctx.partner.id)
+        .where(column, "=", value)
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .executeTakeFirstOrThrow();
+      assert.equal(await total(`?${column}=${value}`), Number(n.n), `${column}=${value}`);
+    }
     assert.equal(await total("", other), (await tableCounts(db, other.id)).all, "the other partner");
     return counts.all;
   }
@@ -167,32 +177,39 @@ describe("orders: the list's total", () => {
     assert.equal(await assertTotals(), 8);
   });
 
-  test("without a filter or with a client alone the total is the kept count; any other filter counts", async () => {
+  test("filtered by client, source and status alone the total is the kept count; a range of dates counts", async () => {
     const db = ctx.services.database.db;
     const c1 = clients[0]!;
-    const before = {
+    const totals = async () => ({
       all: await total(),
       c1: await total("?partner_client_id=client-1"),
       c2: await total("?partner_client_id=client-2"),
       bank: await total("?source=bank"),
+      market: await total("?source=market"),
+      completed: await total("?status=completed"),
+      rejected: await total("?status=rejected"),
+      c1Either: await total("?partner_client_id=client-1&status=completed&status=rejected"),
+      c1BankCompleted: await total("?partner_client_id=client-1&source=bank&source=card&status=completed"),
       day: await total("?from_datetime=2000-01-01"),
-    };
-    assert.ok(before.c1 > 0 && before.bank > 0 && before.day === before.all);
+      c1Day: await total("?partner_client_id=client-1&status=completed&to_datetime=2100-01-01"),
+    });
+    const before = await totals();
+    assert.ok(before.c1BankCompleted > 0 && before.market > 0 && before.rejected > 0);
+    assert.ok(before.day === before.all && before.c1Day > 0);
     // Only a changed count shows which totals read it; it is put back at once.
     const shift = (by: number) =>
-      sql`UPDATE order_counts SET orders = orders + ${by} WHERE client_id = ${c1.id}`.execute(db);
+      sql`UPDATE order_counts SET orders = orders + ${by}
+           WHERE client_id = ${c1.id} AND source = 'bank' AND status = 'completed'`.execute(db);
     await shift(100);
     try {
-      assert.equal(await total(), before.all + 100);
-      assert.equal(await total("?partner_client_id=client-1"), before.c1 + 100);
-      assert.equal(await total("?partner_client_id=client-2"), before.c2);
-      assert.equal(await total("?source=bank"), before.bank);
-      assert.equal(await total("?from_datetime=2000-01-01"), before.day);
-      assert.equal(await total("?partner_client_id=client-1&status=completed&status=rejected"), before.c1);
+      const read = await totals();
+      const moved = ["all", "c1", "bank", "completed", "c1Either", "c1BankCompleted"];
+      for (const [name, value] of Object.entries(read))
+        assert.equal(value, before[name as keyof typeof before] + (moved.includes(name) ? 100 : 0), name);
     } finally {
       await shift(-100);
     }
-    assert.equal(await total(), before.all);
+    assert.deepEqual(await totals(), before);
   });
 
   test("the database refuses what would make the counts false: deleting an order, moving it, truncating", async () => {
@@ -217,45 +234,106 @@ describe("orders: the list's total", () => {
   });
 });
 
-describe("migration 0019: orders written before it are counted", () => {
-  test("the kept counts start from the orders already there", async () => {
-    const { database, close } = await openDatabaseBefore("0019");
-    try {
-      const db = database.db;
-      await seedCatalog(db, englishCountryName);
-      const partnerId = crypto.randomUUID();
-      await sql`INSERT INTO partners (id, name) VALUES (${partnerId}, 'Earlier')`.execute(db);
-      const one = await insertClient(db, partnerId, 1);
-      const two = await insertClient(db, partnerId, 2);
-      const three = await insertClient(db, partnerId, 3);
-      const orders: [number, number][] = [
-        [one.id, 3],
-        [two.id, 2],
-      ];
-      for (const [client, n] of orders)
-        await sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit,
-                    debit_asset_id, fee_asset_id)
-                  SELECT ${partnerId}, ${client}, 'r-' || ${client} || '-' || i, 'deposit', 'bank', 'completed',
-                    1, 'AED', 'AED'
-                  FROM generate_series(1, ${n}) i`.execute(db);
-      assert.ok((await migrate(database)).includes("0019_order_counts"));
-      const list = (clientId: number | null) =>
-        listOrders(db, partnerId, { ...noFilter, clientId }, 1, 10).then((r) => r.total);
-      assert.equal(await list(null), 5);
-      assert.equal(await list(one.id), 3);
-      assert.equal(await list(two.id), 2);
-      // A client without orders has no count row: its total is 0.
-      assert.equal(await list(three.id), 0);
-      // Counted from then on, by the trigger.
+/**
+ * A partner with three clients on a schema before `version`, and a writer of its orders (`n` of one
+ * kind, references `<tag>-1`…), on which `body` runs; the database is closed after it.
+ */
+async function beforeMigration(
+  version: string,
+  body: (earlier: {
+    database: DatabaseHandle;
+    partnerId: string;
+    clients: [number, number, number];
+    write(client: number, n: number, source: string, status: string, tag: string, q?: Db | Tx): Promise<void>;
+  }) => Promise<void>,
+): Promise<void> {
+  const { database, close } = await openDatabaseBefore(version);
+  try {
+    const db = database.db;
+    await seedCatalog(db, englishCountryName);
+    const partnerId = crypto.randomUUID();
+    await sql`INSERT INTO partners (id, name) VALUES (${partnerId}, 'Earlier')`.execute(db);
+    const clients: [number, number, number] = [
+      (await insertClient(db, partnerId, 1)).id,
+      (await insertClient(db, partnerId, 2)).id,
+      (await insertClient(db, partnerId, 3)).id,
+    ];
+    const write = async (
+      client: number,
+      n: number,
+      source: string,
+      status: string,
+      tag: string,
+      q: Db | Tx = db,
+    ) => {
       await sql`INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit,
                   debit_asset_id, fee_asset_id)
-                VALUES (${partnerId}, ${two.id}, 'after', 'deposit', 'bank', 'completed', 1, 'AED', 'AED')`.execute(
-        db,
-      );
+                SELECT ${partnerId}, ${client}, ${tag} || '-' || i, 'deposit', ${source}, ${status}, 1, 'AED', 'AED'
+                FROM generate_series(1, ${n}) i`.execute(q);
+    };
+    await body({ database, partnerId, clients, write });
+  } finally {
+    await close();
+  }
+}
+
+describe("migration 0019: orders written before it are counted", () => {
+  test("the kept counts start from the orders already there", async () => {
+    await beforeMigration("0019", async ({ database, partnerId, clients: [one, two, three], write }) => {
+      await write(one, 3, "bank", "completed", "a");
+      await write(two, 2, "bank", "completed", "b");
+      assert.ok((await migrate(database)).includes("0019_order_counts"));
+      const list = (clientId: number | null) =>
+        listOrders(database.db, partnerId, { ...noFilter, clientId }, 1, 10).then((r) => r.total);
+      assert.equal(await list(null), 5);
+      assert.equal(await list(one), 3);
+      assert.equal(await list(two), 2);
+      // A client without orders has no count row: its total is 0.
+      assert.equal(await list(three), 0);
+      // Counted from then on, by the trigger.
+      await write(two, 1, "bank", "completed", "after");
       assert.equal(await list(null), 6);
-      assert.equal(await list(two.id), 3);
-    } finally {
-      await close();
-    }
+      assert.equal(await list(two), 3);
+    });
+  });
+});
+
+describe("migration 0020: the counts by source and status", () => {
+  test("start from the orders already there, and follow a change of an order's status", async () => {
+    await beforeMigration("0020", async ({ database, partnerId, clients: [one, two], write }) => {
+      const db = database.db;
+      await write(one, 3, "bank", "completed", "a");
+      await write(one, 2, "card", "rejected", "b");
+      await write(two, 4, "card", "completed", "c");
+      assert.ok((await migrate(database)).includes("0020_order_counts_by_source_and_status"));
+      const list = (filter: Partial<OrderFilter>) =>
+        listOrders(db, partnerId, { ...noFilter, ...filter }, 1, 10).then((r) => r.total);
+      const expect = async (want: number[]) =>
+        assert.deepEqual(
+          [
+            await list({}),
+            await list({ clientId: one }),
+            await list({ statuses: ["completed"] }),
+            await list({ statuses: ["rejected"] }),
+            await list({ sources: ["card"] }),
+            await list({ clientId: one, sources: ["bank"], statuses: ["completed", "rejected"] }),
+            await list({ clientId: two, statuses: ["rejected"] }),
+          ],
+          want,
+        );
+      await expect([9, 5, 7, 2, 6, 3, 0]);
+      // A status changed after the order's commit, and one changed in the transaction that wrote
+      // it (as an execute turns its order rejected): each is counted where it ends.
+      const reject = (ref: string, q: Db | Tx) =>
+        sql`UPDATE orders SET status = 'rejected' WHERE partner_id = ${partnerId} AND partner_order_ref = ${ref}`.execute(
+          q,
+        );
+      await reject("c-1", db);
+      await db.transaction().execute(async (tx) => {
+        await write(two, 1, "card", "completed", "d", tx);
+        await reject("d-1", tx);
+      });
+      await expect([10, 5, 6, 4, 7, 3, 2]);
+    });
   });
 });

@@ -127,14 +127,18 @@ export async function listOrders(
     .orderBy("o.id", "desc")
     .limit(pageSize)
     .offset((page - 1) * pageSize);
-  // Without a filter, or with a client alone, the total is the kept count (migration 0019): a sum
-  // over the partner's clients' rows, or one row, instead of a count of every order. It is read in
-  // the statement's snapshot, as the page is, so the two agree. Any other filter (one added later
-  // included) narrows the total, which is then counted.
-  const { clientId: _client, ...narrowing } = filter;
-  const kept = Object.values(narrowing).every((v) => v === null || (Array.isArray(v) && v.length === 0));
+  // Filtered by nothing but client, source and status, the total is the kept count (migrations
+  // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead of
+  // a count of every order. It is read in the statement's snapshot, as the page is, so the two
+  // agree. A range of dates (and any filter added later) narrows the total, which is then counted.
+  const { clientId: _client, sources: _sources, statuses: _statuses, ...narrowing } = filter;
+  const kept = Object.values(narrowing).every((v) => v === null);
   let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", partnerId);
   if (filter.clientId !== null) counts = counts.where("k.client_id", "=", filter.clientId);
+  if (filter.sources.length > 0)
+    counts = counts.where("k.source", "=", sql<OrderSource>`any(${filter.sources}::text[])`);
+  if (filter.statuses.length > 0)
+    counts = counts.where("k.status", "=", sql<OrderStatus>`any(${filter.statuses}::text[])`);
   const counted = kept
     ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
     : q.select((eb) => eb.fn.countAll<string>().as("total"));
