@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { sql } from "kysely";
+import { CompiledQuery, sql } from "kysely";
 import { limits } from "../config/limits.ts";
 import { openTestDatabase } from "../testing/harness.ts";
 import { type DatabaseHandle, DatabaseUnavailableError, preparedMarker } from "./database.ts";
@@ -57,7 +57,7 @@ test("timestamps: database text and millisecond instants to ISO with microsecond
   assert.throws(() => isoFromPg("2026-11-21 09:30:00+04"));
 });
 
-test("a statement marked to be prepared is prepared once per PostgreSQL connection; PGlite runs it as written", async () => {
+test("a statement marked to be prepared is prepared once per connection, on PostgreSQL and on PGlite", async () => {
   await database.db.connection().execute(async (conn) => {
     const marked = (n: number) =>
       sql<{ twice: number }>`${sql.raw(preparedMarker)} SELECT ${n}::int8 * 2 AS twice`.execute(conn);
@@ -66,13 +66,94 @@ test("a statement marked to be prepared is prepared once per PostgreSQL connecti
     const { rows } = await sql<{ name: string; statement: string }>`
       SELECT name, statement FROM pg_prepared_statements ORDER BY name
     `.execute(conn);
-    if (database.kind === "postgres") {
-      assert.equal(rows.length, 1, JSON.stringify(rows));
-      assert.match(rows[0]!.name, /^cp_[0-9a-f]{32}$/);
-      assert.ok(rows[0]!.statement.startsWith(`${preparedMarker} SELECT`));
-    } else {
-      assert.deepEqual(rows, []);
-    }
+    assert.equal(rows.length, 1, JSON.stringify(rows));
+    assert.match(rows[0]!.name, /^cp_[0-9a-f]{32}$/);
+    assert.ok(rows[0]!.statement.startsWith(`${preparedMarker} SELECT`));
+  });
+});
+
+test("a marked statement answers as the same statement unmarked: rows, types, counts, errors", async () => {
+  await database.db.connection().execute(async (conn) => {
+    /** The statement plain, then marked twice (kept, then run again kept): the same answer each time. */
+    const both = async (text: string, params: unknown[] | ((run: number) => unknown[])) => {
+      const at = (run: number) => (typeof params === "function" ? params(run) : params);
+      const plain = await conn.executeQuery(CompiledQuery.raw(text, at(0)));
+      for (const run of [1, 2]) {
+        const kept = await conn.executeQuery(CompiledQuery.raw(`${preparedMarker}\n${text}`, at(run)));
+        assert.deepEqual(kept, plain, `${text} (run ${run})`);
+      }
+      return plain;
+    };
+    await sql`CREATE TEMPORARY TABLE kept_t (id int8 PRIMARY KEY, tag text UNIQUE, amount numeric(38, 8),
+      at timestamptz, tags text[], doc jsonb)`.execute(conn);
+    // Every type the stores read, a null, an array parameter, and a statement that returns no rows.
+    const insert = await both(
+      `INSERT INTO kept_t (id, tag, amount, at, tags, doc)
+       SELECT $1::int8 + g, $2 || g, $3::numeric, $4::timestamptz, $5::text[], $6::jsonb
+       FROM generate_series(0, 1) g`,
+      (run) => [
+        10 + 2 * run,
+        `t${run}-`,
+        "12.5",
+        "2026-11-21T09:30:00.123456Z",
+        ["a", "b"],
+        JSON.stringify({ k: [1, "2"] }),
+      ],
+    );
+    assert.equal(insert.numAffectedRows, 2n);
+    const read = await both(
+      "SELECT id, tag, amount, at, tags, doc, NULL::text AS nothing FROM kept_t WHERE tag = any($1::text[]) AND id > $2 ORDER BY id",
+      [["t1-0", "t1-1", "x"], 0],
+    );
+    assert.deepEqual(read.rows, [
+      {
+        id: 12,
+        tag: "t1-0",
+        amount: "12.50000000",
+        at: "2026-11-21T09:30:00.123456Z",
+        tags: ["a", "b"],
+        doc: { k: [1, "2"] },
+        nothing: null,
+      },
+      {
+        id: 13,
+        tag: "t1-1",
+        amount: "12.50000000",
+        at: "2026-11-21T09:30:00.123456Z",
+        tags: ["a", "b"],
+        doc: { k: [1, "2"] },
+        nothing: null,
+      },
+    ]);
+    const none = await both("SELECT id FROM kept_t WHERE id = $1", [99]);
+    assert.deepEqual(none.rows, []);
+    const update = await both("UPDATE kept_t SET amount = amount WHERE id >= $1", [12]);
+    assert.equal(update.numAffectedRows, 4n);
+    assert.deepEqual((await both("SELECT $1::text IS NULL AS missing", [null])).rows, [{ missing: true }]);
+
+    // Errors: the same SQLSTATE and constraint; the connection goes on, in and out of a transaction.
+    const failure = (text: string, params: unknown[]) =>
+      conn.executeQuery(CompiledQuery.raw(text, params)).then(
+        () => assert.fail(`expected ${text} to fail`),
+        (e: { code?: string; constraint?: string }) => ({ code: e.code, constraint: e.constraint }),
+      );
+    const duplicate = "INSERT INTO kept_t (id, tag) VALUES ($1, $2)";
+    const plainDup = await failure(duplicate, [20, "t1-0"]);
+    assert.deepEqual(plainDup, { code: "23505", constraint: "kept_t_tag_key" });
+    assert.deepEqual(await failure(`${preparedMarker}\n${duplicate}`, [20, "t1-0"]), plainDup);
+    assert.deepEqual(await failure(`${preparedMarker}\nSELEC 1`, []), await failure("SELEC 1", []));
+    await sql`BEGIN`.execute(conn);
+    assert.equal((await failure(`${preparedMarker}\n${duplicate}`, [21, "t1-1"])).code, "23505");
+    assert.equal(
+      (await failure(`${preparedMarker}\nSELECT id FROM kept_t WHERE id = $1`, [10])).code,
+      "25P02",
+    );
+    await sql`ROLLBACK`.execute(conn);
+    await sql`BEGIN`.execute(conn);
+    await conn.executeQuery(CompiledQuery.raw(`${preparedMarker}\n${duplicate}`, [22, "t22"]));
+    await sql`ROLLBACK`.execute(conn);
+    assert.deepEqual((await both("SELECT count(*)::int8 AS n FROM kept_t", [])).rows, [{ n: 6 }]);
+    await sql`DROP TABLE kept_t`.execute(conn);
   });
 });
 
