@@ -5,11 +5,9 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import type { PGlite as PgliteClient } from "@electric-sql/pglite";
 import { type Compilable, CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { limits } from "../config/limits.ts";
-import { keepMarkedStatements } from "./pglite-statements.ts";
 import type { Database } from "./schema.ts";
 import { isoFromPg } from "./time.ts";
 
@@ -73,8 +71,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
  * once per connection, under a name derived from its text, and only bound and executed after
  * that. Meant for the few statements on the hottest paths (every signed POST, every deposit):
  * parsing and planning them at every execution was about 30% of PostgreSQL's work per deposit.
- * Preparing every statement would keep a plan per distinct text on every connection. PGlite keeps
- * the marked statements prepared too (db/pglite-statements.ts).
+ * Preparing every statement would keep a plan per distinct text on every connection. PGlite reads
+ * the marker as the comment it is.
  */
 export const preparedMarker = "/* prepared */";
 
@@ -317,7 +315,7 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
   }
   try {
     // Loaded here, not at the top: a process on PostgreSQL starts without them (a few hundred ms).
-    const [{ PGlite, protocol, parse }, { PGliteDialect }] = await Promise.all([
+    const [{ PGlite }, { PGliteDialect }] = await Promise.all([
       import("@electric-sql/pglite"),
       import("kysely-pglite-dialect"),
     ]);
@@ -332,9 +330,7 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
       },
     });
     await client.exec("SET TIME ZONE 'UTC'");
-    // The statements marked to be prepared are kept prepared on PGlite too (db/pglite-statements.ts).
-    const queries = keepMarkedStatements(client, { protocol, parse }, preparedMarker, statementName);
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(queries as PgliteClient) });
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
     return {
       db,
       kind: "pglite",
