@@ -5,7 +5,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { type Compilable, CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { limits } from "../config/limits.ts";
 import type { Database } from "./schema.ts";
@@ -75,19 +75,6 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
  * the marker as the comment it is.
  */
 export const preparedMarker = "/* prepared */";
-
-/**
- * Runs a query built with Kysely as a prepared statement (preparedMarker). Its select list must
- * name its columns: a `*` would change the prepared statement's result when a migration adds a
- * column while processes of the previous version run ("cached plan must not change result type").
- */
-export async function executePrepared<O>(db: Kysely<Database>, query: Compilable<O>): Promise<O[]> {
-  const compiled = query.compile();
-  const { rows } = await db.executeQuery<O>(
-    CompiledQuery.raw(`${preparedMarker}\n${compiled.sql}`, [...compiled.parameters]),
-  );
-  return rows;
-}
 
 const statementNames = new Map<string, string>();
 

@@ -256,7 +256,8 @@ describe("reads authenticated by their own statement", () => {
     }
     const seen: unknown[] = [];
     const witness: CredentialWitness = {
-      column: credentialsColumn(partner.id),
+      partnerId: partner.id,
+      column: credentialsColumn,
       observe: (v) => seen.push(v),
     };
     const filter = { clientId: null, sources: [], statuses: [], from: null, to: null };

@@ -1,7 +1,7 @@
 // Queries on the catalog: countries, assets, asset pairs and their per-partner availability.
 
 import type { Insertable } from "kysely";
-import { type CredentialWitness, selectWitnessed } from "../../db/credential-witness.ts";
+import { type CredentialWitness, WitnessedRead } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { AssetPairsTable, AssetsTable, CountriesTable } from "../../db/schema.ts";
@@ -55,7 +55,7 @@ export async function updateAsset(db: Q, id: string, changes: Partial<Omit<Asset
     .executeTakeFirstOrThrow();
 }
 
-/** What a partner sees of a pair, by name (the reads are prepared: db/database.ts, executePrepared). */
+/** What a partner sees of a pair, by name (the reads are kept and prepared: db/kept-statement.ts). */
 const partnerPairColumns = ["p.id", "p.base_id", "p.quote_id", "p.buy", "p.sell", "p.tradable"] as const;
 
 /** Pairs a partner may see: all pairs except those withheld from it. */
@@ -69,12 +69,20 @@ function pairsForPartner(db: Q, partnerId: string) {
     .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]));
 }
 
+const pairsRead = new WitnessedRead((db, p: { partnerId: string }) =>
+  pairsForPartner(db, p.partnerId).orderBy("p.id"),
+);
+
+const pairRead = new WitnessedRead((db, p: { partnerId: string; pairId: string }) =>
+  pairsForPartner(db, p.partnerId).where("p.id", "=", p.pairId),
+);
+
 /**
- * The pairs a partner may see, prepared (a signed read's hot path). With a witness, the statement
- * also carries the partner's credentials (db/credential-witness.ts).
+ * The pairs a partner may see, kept and prepared (a signed read's hot path). With a witness, the
+ * statement also carries the partner's credentials (db/credential-witness.ts).
  */
 export async function listPairsForPartner(db: Q, partnerId: string, witness?: CredentialWitness) {
-  return selectWitnessed(db, pairsForPartner(db, partnerId).orderBy("p.id"), witness);
+  return pairsRead.select(db, { partnerId }, witness);
 }
 
 export async function findPairForPartner(
@@ -83,7 +91,7 @@ export async function findPairForPartner(
   pairId: string,
   witness?: CredentialWitness,
 ) {
-  return (await selectWitnessed(db, pairsForPartner(db, partnerId).where("p.id", "=", pairId), witness))[0];
+  return (await pairRead.select(db, { partnerId, pairId }, witness))[0];
 }
 
 /** Inserts catalog rows in one transaction; a row whose id is already there is left as it is. */

@@ -82,7 +82,7 @@ export async function balanceSheet(
     WITH c AS (SELECT id FROM clients WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId})
     SELECT c.id AS client_id, a.id AS asset_id, acc.balance, acc.held,
            CASE WHEN a.id = 'USD' THEN 1::numeric ELSE coalesce(p.sell, a.usd_rate) END AS usd_rate
-           ${witness === undefined ? sql`` : sql`, ${witness.column} AS ${sql.ref(witnessColumn)}`}
+           ${witness === undefined ? sql`` : sql`, ${witness.column(witness.partnerId)} AS ${sql.ref(witnessColumn)}`}
       FROM c
       LEFT JOIN assets a ON (${assetId}::text IS NULL OR a.id = ${assetId}::text)
       LEFT JOIN accounts acc ON acc.kind = 'client' AND acc.client_id = c.id AND acc.asset_id = a.id

@@ -1,7 +1,7 @@
 // Queries on orders. Each takes a db or a transaction.
 
 import { type Insertable, sql } from "kysely";
-import { type CredentialWitness, selectWitnessed } from "../../db/credential-witness.ts";
+import { type CredentialWitness, WitnessedRead } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -11,7 +11,7 @@ type Q = Db | Tx;
 
 /**
  * Every column of an order, by name: the reads below are prepared, and a prepared `o.*` would fail
- * once a migration adds a column while it is prepared (db/database.ts, executePrepared). A column
+ * once a migration adds a column while it is prepared (db/kept-statement.ts). A column
  * added to OrdersTable and not here fails the type check (OrderRow).
  */
 const orderColumns = [
@@ -58,14 +58,21 @@ export async function refTaken(db: Q, partnerId: string, ref: string): Promise<b
   return row !== undefined;
 }
 
+const orderRead = new WitnessedRead((db, p: { partnerId: string; id: number }) =>
+  withClient(db).where("o.partner_id", "=", p.partnerId).where("o.id", "=", p.id),
+);
+
+const orderByRefRead = new WitnessedRead((db, p: { partnerId: string; ref: string }) =>
+  withClient(db).where("o.partner_id", "=", p.partnerId).where("o.partner_order_ref", "=", p.ref),
+);
+
 export async function findOrder(
   db: Q,
   partnerId: string,
   id: number,
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
-  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.id", "=", id);
-  return (await selectWitnessed(db, q, witness))[0];
+  return (await orderRead.select(db, { partnerId, id }, witness))[0];
 }
 
 export async function findOrderByRef(
@@ -74,8 +81,7 @@ export async function findOrderByRef(
   ref: string,
   witness?: CredentialWitness,
 ): Promise<OrderRow | undefined> {
-  const q = withClient(db).where("o.partner_id", "=", partnerId).where("o.partner_order_ref", "=", ref);
-  return (await selectWitnessed(db, q, witness))[0];
+  return (await orderByRefRead.select(db, { partnerId, ref }, witness))[0];
 }
 
 /** The partner's orders among `ids` (the events feed renders its order events with them). */
@@ -96,11 +102,74 @@ export interface OrderFilter {
   to: string | null;
 }
 
+interface PageParameters {
+  partnerId: string;
+  clientId: number | null;
+  sources: OrderSource[];
+  statuses: OrderStatus[];
+  from: string | null;
+  to: string | null;
+  limit: number;
+  offset: number;
+}
+
+/** Which of OrderFilter's filters a page has, by name, comma-separated: the page's shape. */
+type PageShape = string;
+
 /**
  * A page of the partner's orders and how many match, in one statement: the count, joined
  * laterally to the page, so that the statement returns one row even when the page is empty (its
- * order columns then null). With a witness, its first row also carries the partner's credentials.
+ * order columns then null). Kept per shape (db/kept-statement.ts): a list is one array parameter,
+ * so the text depends only on which filters are given, never on how many values a filter holds.
  */
+const pageRead = new WitnessedRead(
+  (db, p: PageParameters, shape: PageShape) => {
+    const has = new Set(shape.split(","));
+    let q = db.selectFrom("orders as o").where("o.partner_id", "=", p.partnerId);
+    if (has.has("clientId")) q = q.where("o.client_id", "=", p.clientId);
+    if (has.has("sources")) q = q.where("o.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+    if (has.has("statuses")) q = q.where("o.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    if (has.has("from")) q = q.where("o.created_at", ">=", p.from);
+    if (has.has("to")) q = q.where("o.created_at", "<=", p.to);
+    const pageRows = q
+      .innerJoin("clients as c", "c.id", "o.client_id")
+      .select(orderColumns)
+      .select("c.partner_client_id")
+      .orderBy("o.created_at", "desc")
+      .orderBy("o.id", "desc")
+      .limit(p.limit)
+      .offset(p.offset);
+    // Filtered by nothing but client, source and status, the total is the kept count (migrations
+    // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead
+    // of a count of every order. It is read in the statement's snapshot, as the page is, so the
+    // two agree. A range of dates (and any filter added later) narrows the total, which is then
+    // counted.
+    const kept = [...has].every((f) => f === "" || f === "clientId" || f === "sources" || f === "statuses");
+    let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", p.partnerId);
+    if (has.has("clientId")) counts = counts.where("k.client_id", "=", p.clientId);
+    if (has.has("sources"))
+      counts = counts.where("k.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+    if (has.has("statuses"))
+      counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    const counted = kept
+      ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
+      : q.select((eb) => eb.fn.countAll<string>().as("total"));
+    // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
+    // migration adds to orders does not reach it.
+    return db
+      .selectFrom(counted.as("n"))
+      .leftJoinLateral(pageRows.as("p"), (join) => join.onTrue())
+      .select("n.total")
+      .selectAll("p")
+      .orderBy("p.created_at", "desc")
+      .orderBy("p.id", "desc");
+  },
+  // The credentials ride on the first row alone (the window orders as the statement does, over
+  // the page's rows only), not on each of the page's rows.
+  (column) => sql`CASE WHEN row_number() OVER (ORDER BY p.created_at DESC, p.id DESC) = 1 THEN ${column} END`,
+);
+
+/** A page of the partner's orders and how many match, in one statement (pageRead). */
 export async function listOrders(
   db: Q,
   partnerId: string,
@@ -109,57 +178,18 @@ export async function listOrders(
   pageSize: number,
   witness?: CredentialWitness,
 ): Promise<{ rows: OrderRow[]; total: number }> {
-  // Prepared (a hot read): a list is one array parameter, so the statement's text depends only on
-  // which filters are given, never on how many values a filter holds.
-  let q = db.selectFrom("orders as o").where("o.partner_id", "=", partnerId);
-  if (filter.clientId !== null) q = q.where("o.client_id", "=", filter.clientId);
-  if (filter.sources.length > 0)
-    q = q.where("o.source", "=", sql<OrderSource>`any(${filter.sources}::text[])`);
-  if (filter.statuses.length > 0)
-    q = q.where("o.status", "=", sql<OrderStatus>`any(${filter.statuses}::text[])`);
-  if (filter.from !== null) q = q.where("o.created_at", ">=", filter.from);
-  if (filter.to !== null) q = q.where("o.created_at", "<=", filter.to);
-  const pageRows = q
-    .innerJoin("clients as c", "c.id", "o.client_id")
-    .select(orderColumns)
-    .select("c.partner_client_id")
-    .orderBy("o.created_at", "desc")
-    .orderBy("o.id", "desc")
-    .limit(pageSize)
-    .offset((page - 1) * pageSize);
-  // Filtered by nothing but client, source and status, the total is the kept count (migrations
-  // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead of
-  // a count of every order. It is read in the statement's snapshot, as the page is, so the two
-  // agree. A range of dates (and any filter added later) narrows the total, which is then counted.
-  const { clientId: _client, sources: _sources, statuses: _statuses, ...narrowing } = filter;
-  const kept = Object.values(narrowing).every((v) => v === null);
-  let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", partnerId);
-  if (filter.clientId !== null) counts = counts.where("k.client_id", "=", filter.clientId);
-  if (filter.sources.length > 0)
-    counts = counts.where("k.source", "=", sql<OrderSource>`any(${filter.sources}::text[])`);
-  if (filter.statuses.length > 0)
-    counts = counts.where("k.status", "=", sql<OrderStatus>`any(${filter.statuses}::text[])`);
-  const counted = kept
-    ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
-    : q.select((eb) => eb.fn.countAll<string>().as("total"));
-  // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
-  // migration adds to orders does not reach it.
-  const statement = db
-    .selectFrom(counted.as("n"))
-    .leftJoinLateral(pageRows.as("p"), (join) => join.onTrue())
-    .select("n.total")
-    .selectAll("p")
-    .orderBy("p.created_at", "desc")
-    .orderBy("p.id", "desc");
-  // The credentials ride on the first row alone (the window orders as the statement does, over
-  // the page's rows only), not on each of the page's rows.
-  const result = await selectWitnessed(
-    db,
-    statement,
-    witness,
-    (column) =>
-      sql`CASE WHEN row_number() OVER (ORDER BY p.created_at DESC, p.id DESC) = 1 THEN ${column} END`,
-  );
+  const given = {
+    clientId: filter.clientId !== null,
+    sources: filter.sources.length > 0,
+    statuses: filter.statuses.length > 0,
+    from: filter.from !== null,
+    to: filter.to !== null,
+  } satisfies Record<keyof OrderFilter, boolean>;
+  const shape = Object.entries(given)
+    .flatMap(([name, on]) => (on ? [name] : []))
+    .join(",");
+  const values = { partnerId, ...filter, limit: pageSize, offset: (page - 1) * pageSize };
+  const result = await pageRead.select(db, values, witness, shape);
   const first = result[0];
   if (first === undefined) throw new Error("the page of orders returned no row");
   const rows = result.filter((r) => r.id !== null) as OrderRow[];

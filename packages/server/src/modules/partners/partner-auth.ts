@@ -72,19 +72,23 @@ export type AuthResult =
  * 401.
  */
 export class CredentialCheck implements CredentialWitness {
-  readonly column: RawBuilder<unknown>;
+  readonly partnerId: string;
   readonly #confirm: (seen: PartnerCredentials | undefined) => AuthResult;
   readonly #read: () => Promise<PartnerCredentials | undefined>;
   #result: AuthResult | null = null;
 
   constructor(
-    column: RawBuilder<unknown>,
+    partnerId: string,
     confirm: (seen: PartnerCredentials | undefined) => AuthResult,
     read: () => Promise<PartnerCredentials | undefined>,
   ) {
-    this.column = column;
+    this.partnerId = partnerId;
     this.#confirm = confirm;
     this.#read = read;
+  }
+
+  column(id: string): RawBuilder<unknown> {
+    return credentialsColumn(id);
   }
 
   observe(value: unknown): void {
@@ -202,7 +206,7 @@ export class PartnerAuthenticator {
         const judgedBy = partner;
         const accepted = early;
         const pending = new CredentialCheck(
-          credentialsColumn(id),
+          id,
           (seen) => {
             this.#remember(id, seen);
             if (seen !== undefined && sameCredentials(seen, judgedBy)) return withLimits(accepted, seen);
