@@ -35,11 +35,13 @@ import { parse } from "./scenarios/parse.ts";
 import { rateLimits } from "./scenarios/rate-limits.ts";
 import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
+import { statements } from "./scenarios/statements.ts";
 import { trading } from "./scenarios/trading.ts";
 
 const scenarios = [
   foundation,
   reads,
+  statements,
   deposits,
   depositSql,
   trading,
