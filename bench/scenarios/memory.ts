@@ -147,7 +147,7 @@ async function loop(target: Target, pcid: string, deadline: number, tally: Tally
     if (deposit !== null) await call("one order", "GET", `/v1/partner/orders/${deposit.result.id}`, 200);
     await call("asset-pairs", "GET", "/v1/partner/asset-pairs", 200);
     if (i % 5 === 0) {
-      await call("malformed deposit", "POST", "/v1/partner/deposits", 422, {
+      await call("negative deposit", "POST", "/v1/partner/deposits", 422, {
         partner_client_id: pcid,
         asset_id: "AED",
         amount: "-1",
