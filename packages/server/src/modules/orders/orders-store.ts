@@ -116,6 +116,15 @@ interface PageParameters {
 /** Which of OrderFilter's filters a page has, by name, comma-separated: the page's shape. */
 type PageShape = string;
 
+/** The filters a page's shape names (a name not of OrderFilter fails the type check). */
+function shapeFilters(shape: PageShape): (filter: keyof OrderFilter) => boolean {
+  const names = new Set(shape.split(","));
+  return (filter) => names.has(filter);
+}
+
+/** The filters under which a total is read from the kept counts (migrations 0019, 0020). */
+const countedFilters: ReadonlySet<string> = new Set<keyof OrderFilter>(["clientId", "sources", "statuses"]);
+
 /**
  * A page of the partner's orders and how many match, in one statement: the count, joined
  * laterally to the page, so that the statement returns one row even when the page is empty (its
@@ -124,13 +133,13 @@ type PageShape = string;
  */
 const pageRead = new WitnessedRead(
   (db, p: PageParameters, shape: PageShape) => {
-    const has = new Set(shape.split(","));
+    const has = shapeFilters(shape);
     let q = db.selectFrom("orders as o").where("o.partner_id", "=", p.partnerId);
-    if (has.has("clientId")) q = q.where("o.client_id", "=", p.clientId);
-    if (has.has("sources")) q = q.where("o.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
-    if (has.has("statuses")) q = q.where("o.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
-    if (has.has("from")) q = q.where("o.created_at", ">=", p.from);
-    if (has.has("to")) q = q.where("o.created_at", "<=", p.to);
+    if (has("clientId")) q = q.where("o.client_id", "=", p.clientId);
+    if (has("sources")) q = q.where("o.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+    if (has("statuses")) q = q.where("o.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    if (has("from")) q = q.where("o.created_at", ">=", p.from);
+    if (has("to")) q = q.where("o.created_at", "<=", p.to);
     const pageRows = q
       .innerJoin("clients as c", "c.id", "o.client_id")
       .select(orderColumns)
@@ -144,13 +153,11 @@ const pageRead = new WitnessedRead(
     // of a count of every order. It is read in the statement's snapshot, as the page is, so the
     // two agree. A range of dates (and any filter added later) narrows the total, which is then
     // counted.
-    const kept = [...has].every((f) => f === "" || f === "clientId" || f === "sources" || f === "statuses");
+    const kept = shape.split(",").every((f) => f === "" || countedFilters.has(f));
     let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", p.partnerId);
-    if (has.has("clientId")) counts = counts.where("k.client_id", "=", p.clientId);
-    if (has.has("sources"))
-      counts = counts.where("k.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
-    if (has.has("statuses"))
-      counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    if (has("clientId")) counts = counts.where("k.client_id", "=", p.clientId);
+    if (has("sources")) counts = counts.where("k.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+    if (has("statuses")) counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
     const counted = kept
       ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
       : q.select((eb) => eb.fn.countAll<string>().as("total"));
