@@ -359,6 +359,9 @@ if (onPostgres) {
       const db = ctx.services.database.db;
       const c = await ctx.signed({ method: "POST", url: "/v1/partner/clients", body: clientPayload(1) });
       assert.equal(c.statusCode, 201);
+      // Another test file's open transaction may hold the feed back: wait until it serves what is
+      // committed (the same wait as after the slow writer, below).
+      await feedSettled(db);
       const seen = (await ctx.signed({ method: "GET", url: "/v1/partner/events" })).json() as Feed;
       assert.equal(seen.items.length, 1);
       const cursor = seen.next_cursor!;
