@@ -11,7 +11,8 @@
 //   BENCH_WARMUP_S          warm-up seconds before each measured run (default 2)
 //   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
-//   (deposit-sql, the database's side of a deposit alone, uses the same)
+//   (deposit-sql, the database's side of a deposit alone and what each part of it costs, uses the
+//   same, with BENCH_ROUNDS rounds, default 2)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
 //   BENCH_MEMORY_S          seconds of mixed load in the memory scenario (default 600)
