@@ -56,7 +56,7 @@ async function prepare(config: Config) {
     const applied = await migrate(database);
     if (applied.length > 0) logger.info({ applied }, "migrations applied");
     else logger.info({}, "schema current; no migration applied");
-    await seedCatalog(database.db, englishCountryName);
+    await seedCatalog(database.db, englishCountryName, { quoteLifetimeSeconds: config.quoteLifetimeSeconds });
   } catch (err) {
     await database.close();
     throw err;

@@ -178,7 +178,7 @@ export function buildServices(deps: {
     events,
     webhooks,
     catalogAdmin: new CatalogAdminService(db, deps.clock),
-    tradingAdmin: new TradingAdminService(db, deps.clock, priceFeed),
+    tradingAdmin: new TradingAdminService(db, deps.clock, priceFeed, config.quoteLifetimeSeconds),
     ledgerAdmin: new LedgerAdminService(db),
     records: new RecordsService(db, deps.clock, fileStore),
     audit: new AuditService(db),

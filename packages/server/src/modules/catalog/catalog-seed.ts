@@ -76,8 +76,15 @@ export const seedPairs: readonly SeedPair[] = [
   { base: "SOL", quote: "USD", buy: "180.25", sell: "179.89", min: "0.01", max: "10000" },
 ];
 
-/** Inserts the seed catalog; rows already there (by id) are left as they are. */
-export async function seedCatalog(db: Db, countryName: (id: string) => string): Promise<void> {
+/**
+ * Inserts the seed catalog; rows already there (by id) are left as they are. A pair it adds quotes
+ * for `quoteLifetimeSeconds` (QUOTE_LIFETIME_S) when given, else for the schema's default (15 s).
+ */
+export async function seedCatalog(
+  db: Db,
+  countryName: (id: string) => string,
+  options: { quoteLifetimeSeconds?: number } = {},
+): Promise<void> {
   await insertCatalogRows(db, {
     countries: countryIds.map((id) => ({
       id,
@@ -93,6 +100,7 @@ export async function seedCatalog(db: Db, countryName: (id: string) => string): 
       sell: p.sell,
       min_volume: p.min,
       max_volume: p.max,
+      ...(options.quoteLifetimeSeconds === undefined ? {} : { lifetime_s: options.quoteLifetimeSeconds }),
     })),
   });
 }

@@ -58,11 +58,14 @@ export class TradingAdminService {
   readonly #clock: Clock;
   /** The price feed, or null when prices come only from the operator (PRICE_FEED=manual). */
   readonly #feed: PriceFeed | null;
+  /** The quote lifetime of a pair created without its own (QUOTE_LIFETIME_S). */
+  readonly #defaultLifetimeSeconds: number;
 
-  constructor(db: Db, clock: Clock, feed: PriceFeed | null) {
+  constructor(db: Db, clock: Clock, feed: PriceFeed | null, defaultLifetimeSeconds: number) {
     this.#db = db;
     this.#clock = clock;
     this.#feed = feed;
+    this.#defaultLifetimeSeconds = defaultLifetimeSeconds;
   }
 
   /**
@@ -110,7 +113,8 @@ export class TradingAdminService {
       if ((await findAsset(db, baseId)) === undefined || (await findAsset(db, quoteId)) === undefined) {
         return { ok: false, error: "unknown_asset" };
       }
-      return { ok: true, value: await insertPair(db, { id, baseId, quoteId, ...settings }) };
+      const lifetimeSeconds = s.lifetimeSeconds ?? this.#defaultLifetimeSeconds;
+      return { ok: true, value: await insertPair(db, { id, baseId, quoteId, ...settings, lifetimeSeconds }) };
     }
     return { ok: true, value: await updatePair(db, id, settings) };
   }

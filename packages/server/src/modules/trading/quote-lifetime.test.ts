@@ -1,0 +1,51 @@
+// QUOTE_LIFETIME_S: the quote lifetime of a pair created without its own, by the admin API (and so
+// the CLI) and by the catalog's seed. A pair's own lifetime wins, and a pair that exists keeps its
+// lifetime. Until 27 November the setting was read and used nowhere: every new pair quoted for the
+// schema's default of 15 s whatever it said.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { sql } from "kysely";
+import { startTestContext, type TestContext } from "../../testing/harness.ts";
+import { englishCountryName, seedCatalog } from "../catalog/index.ts";
+
+describe("QUOTE_LIFETIME_S, the lifetime of a new pair's quotes", () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await startTestContext({ env: { QUOTE_LIFETIME_S: "40" } });
+  });
+  after(() => ctx.close());
+
+  const lifetimeOf = async (pairId: string) =>
+    (
+      await sql<{ lifetime_s: number }>`SELECT lifetime_s FROM asset_pairs WHERE id = ${pairId}`.execute(
+        ctx.services.database.db,
+      )
+    ).rows[0]?.lifetime_s;
+
+  test("a pair the admin API creates without a lifetime quotes for QUOTE_LIFETIME_S; its own lifetime wins", async () => {
+    const created = await ctx.adminRequest("PUT", "/admin/pairs/ETH-SAR", { min_volume: "0.01" });
+    assert.equal(created.statusCode, 200, created.body);
+    assert.equal(created.json().result.lifetime_s, 40);
+    assert.equal(await lifetimeOf("ETH-SAR"), 40);
+
+    const own = await ctx.adminRequest("PUT", "/admin/pairs/SOL-SAR", { lifetime_s: 25 });
+    assert.equal(own.statusCode, 200, own.body);
+    assert.equal(own.json().result.lifetime_s, 25);
+
+    // A change that does not name the lifetime leaves it as it is.
+    const changed = await ctx.adminRequest("PUT", "/admin/pairs/SOL-SAR", { min_volume: "0.02" });
+    assert.equal(changed.statusCode, 200, changed.body);
+    assert.equal(await lifetimeOf("SOL-SAR"), 25);
+    // The seeded pairs, which existed before the setting was given, keep theirs.
+    assert.equal(await lifetimeOf("BTC-AED"), 15);
+  });
+
+  test("the seed gives the pairs it adds QUOTE_LIFETIME_S and leaves the pairs that exist alone", async () => {
+    const db = ctx.services.database.db;
+    await sql`DELETE FROM asset_pairs WHERE id = 'SOL-USD'`.execute(db);
+    await seedCatalog(db, englishCountryName, { quoteLifetimeSeconds: 30 });
+    assert.equal(await lifetimeOf("SOL-USD"), 30);
+    assert.equal(await lifetimeOf("BTC-AED"), 15);
+  });
+});
