@@ -131,6 +131,31 @@ interface CpuProfile {
   samples: number[];
   timeDeltas: number[];
 }
+/** A node of V8's sampling heap profile: `selfSize` estimates the bytes allocated right there. */
+interface HeapNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/**
+ * A sampling heap profile as a CPU profile whose "time" is bytes, so that the same buckets apply:
+ * each node with allocations is one sample weighing its bytes.
+ */
+function heapAsProfile(head: HeapNode): CpuProfile {
+  const profile: CpuProfile = { nodes: [], samples: [], timeDeltas: [] };
+  const stack = [head];
+  for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+    profile.nodes.push({ id: n.id, callFrame: n.callFrame, children: n.children.map((c) => c.id) });
+    if (n.selfSize > 0) {
+      profile.samples.push(n.id);
+      profile.timeDeltas.push(n.selfSize);
+    }
+    stack.push(...n.children);
+  }
+  return profile;
+}
 
 // --- Buckets --------------------------------------------------------------------------------------
 
@@ -321,6 +346,7 @@ async function main(): Promise<number> {
     cleanup.add("close the inspector", () => inspector.close());
     await inspector.call("Profiler.enable");
     await inspector.call("Profiler.setSamplingInterval", { interval: 200 });
+    await inspector.call("HeapProfiler.enable");
 
     const admin = async (method: string, url: string, body?: unknown) => {
       const res = await fetch(`${adminUrl}${url}`, {
@@ -418,6 +444,7 @@ async function main(): Promise<number> {
     ];
     const hz = clockTicksPerSecond();
     const rows: string[][] = [];
+    const allocRows: string[][] = [];
     const report: Record<string, unknown>[] = [];
     for (const spec of paths) {
       await pinPrice();
@@ -451,6 +478,21 @@ async function main(): Promise<number> {
           st.ms += Number(r.ms);
         }
       }
+      // Then the same load again with V8's sampling heap profiler instead (not beside the CPU
+      // profile, which it would slow): the bytes the process allocates per request, collected or
+      // not, in the same buckets.
+      await inspector.call("HeapProfiler.startSampling", {
+        samplingInterval: 16_384,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+      const allocLoad = await load(service.partnerUrl, partner, spec, durationS, connections);
+      const { profile: heap } = await inspector.call<{ profile: { head: HeapNode } }>(
+        "HeapProfiler.stopSampling",
+      );
+      const allocated = bucketTimes(heapAsProfile(heap.head));
+      const allocOk = Math.max(allocLoad.ok, 1);
+      const allocTotal = [...allocated.times.values()].reduce((a, b) => a + b, 0);
       const top = (
         await stats.query<{ calls: string; query: string }>(
           `SELECT calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
@@ -495,6 +537,14 @@ async function main(): Promise<number> {
           .slice(0, 25)
           .map(([f, t]) => ({ function: f, share: t / busy })),
         top_statements: top.map((t) => ({ calls: Number(t.calls), query: t.query })),
+        allocated_bytes_per_request: allocTotal / allocOk,
+        allocated_bytes_per_request_by_bucket: Object.fromEntries(
+          [...allocated.times].sort((a, b) => b[1] - a[1]).map(([b, bytes]) => [b, bytes / allocOk]),
+        ),
+        top_allocating_functions: [...allocated.perFunction]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 25)
+          .map(([f, bytes]) => ({ function: f, bytes_per_request: bytes / allocOk })),
       };
       report.push(entry);
       process.stdout.write(
@@ -511,11 +561,32 @@ async function main(): Promise<number> {
         if (s < 0.005) continue;
         rows.push([spec.name, b, `${fixed(s * 100, 1)} %`, fixed(s * serverUs, 0)]);
       }
+      process.stdout.write(
+        `  allocated: ${fixed(entry.allocated_bytes_per_request / 1024, 1)} KiB per request (${allocLoad.ok} requests sampled)\n`,
+      );
+      if (allocLoad.failed.size > 0)
+        process.stdout.write(
+          `  failures while sampling: ${JSON.stringify(Object.fromEntries(allocLoad.failed))}\n`,
+        );
+      for (const [b, bytes] of Object.entries(entry.allocated_bytes_per_request_by_bucket)) {
+        if (bytes < 0.005 * entry.allocated_bytes_per_request) continue;
+        allocRows.push([
+          spec.name,
+          b,
+          `${fixed((100 * bytes) / entry.allocated_bytes_per_request, 1)} %`,
+          fixed(bytes / 1024, 1),
+        ]);
+      }
     }
     printTable(
       `where the server's CPU goes (µs per request = share of the profiled CPU × the process's CPU per request; ${connections} connections, ${durationS} s per path)`,
       ["path", "bucket", "share", "µs/request"],
       rows,
+    );
+    printTable(
+      `where the server's allocations go (V8's sampling heap profiler, every 16 KiB, collected objects included; a second run of ${durationS} s per path)`,
+      ["path", "bucket", "share", "KiB/request"],
+      allocRows,
     );
 
     // One request per path with every plan logged.
