@@ -141,13 +141,19 @@ interface HeapNode {
 
 /**
  * A sampling heap profile as a CPU profile whose "time" is bytes, so that the same buckets apply:
- * each node with allocations is one sample weighing its bytes.
+ * each node with allocations is one sample weighing its bytes. The heap profile names a CommonJS
+ * module (pg, pino, …) by its path where the CPU profile gives a file: URL; both become the URL.
  */
 function heapAsProfile(head: HeapNode): CpuProfile {
   const profile: CpuProfile = { nodes: [], samples: [], timeDeltas: [] };
   const stack = [head];
   for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
-    profile.nodes.push({ id: n.id, callFrame: n.callFrame, children: n.children.map((c) => c.id) });
+    const url = n.callFrame.url.startsWith("/") ? `file://${n.callFrame.url}` : n.callFrame.url;
+    profile.nodes.push({
+      id: n.id,
+      callFrame: { functionName: n.callFrame.functionName, url },
+      children: n.children.map((c) => c.id),
+    });
     if (n.selfSize > 0) {
       profile.samples.push(n.id);
       profile.timeDeltas.push(n.selfSize);
