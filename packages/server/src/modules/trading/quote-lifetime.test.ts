@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
+import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 import { englishCountryName, seedCatalog } from "../catalog/index.ts";
 
@@ -24,10 +25,39 @@ describe("QUOTE_LIFETIME_S, the lifetime of a new pair's quotes", () => {
     ).rows[0]?.lifetime_s;
 
   test("a pair the admin API creates without a lifetime quotes for QUOTE_LIFETIME_S; its own lifetime wins", async () => {
-    const created = await ctx.adminRequest("PUT", "/admin/pairs/ETH-SAR", { min_volume: "0.01" });
+    const created = await ctx.adminRequest("PUT", "/admin/pairs/ETH-SAR", {
+      tradable: true,
+      min_volume: "0.01",
+    });
     assert.equal(created.statusCode, 200, created.body);
     assert.equal(created.json().result.lifetime_s, 40);
     assert.equal(await lifetimeOf("ETH-SAR"), 40);
+    // And its quotes say so.
+    const priced = await ctx.adminRequest("PUT", "/admin/pairs/ETH-SAR/price", {
+      buy: "12000",
+      sell: "11900",
+      reason: "test set-up",
+    });
+    assert.equal(priced.statusCode, 200, priced.body);
+    await insertClient(ctx.services.database.db, ctx.partner.id, 1);
+    const funded = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/deposits",
+      body: {
+        partner_client_id: "client-1",
+        asset_id: "SAR",
+        amount: "1000",
+        partner_order_ref: "lifetime-1",
+      },
+    });
+    assert.equal(funded.statusCode, 200, funded.body);
+    const quoted = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/quotes",
+      body: { partner_client_id: "client-1", asset_pair: "ETH-SAR", side: "buy", base_amount: "0.01" },
+    });
+    assert.equal(quoted.statusCode, 200, quoted.body);
+    assert.equal(quoted.json().result.lifetime, 40);
 
     const own = await ctx.adminRequest("PUT", "/admin/pairs/SOL-SAR", { lifetime_s: 25 });
     assert.equal(own.statusCode, 200, own.body);
