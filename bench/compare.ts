@@ -19,6 +19,7 @@ import {
   type LoadOptions,
   measureTarget,
   type Partner,
+  postgresEntry,
   printTable,
   runLoad,
   type ScenarioContext,
@@ -65,6 +66,7 @@ export async function startPair(ctx: ScenarioContext, options: { referenceAed: s
   process.stdout.write(`bench: database ${dbName}\n`);
   const service = await startService(ctx.cleanup, {
     dataDir: path.join(ctx.scratchDir, "data"),
+    entry: postgresEntry(),
     env: {
       DATABASE_URL: databaseUrl,
       WORKERS: String(workers),

@@ -222,15 +222,55 @@ const serviceVariables = [
 ];
 
 /**
- * Starts `counterpart serve` in its own process on loopback ports chosen by the OS and waits for
+ * What a service process runs. "bundle": the production process, `node packages/server/dist/server.js`
+ * (docs/operations.md, "Deploying"), built from the sources by the bench itself at its first use, so
+ * it measures the tree as it is; "sources": `counterpart serve` from the TypeScript sources, as the
+ * sandbox (`npm start`) runs. The two differ in start-up and resident memory (a process from the
+ * sources type-strips some 1,500 modules and keeps each one's text), not in what a request does.
+ */
+export type ServiceEntry = "bundle" | "sources";
+
+const serviceEntries: readonly ServiceEntry[] = ["bundle", "sources"];
+
+/**
+ * The entry a service on PostgreSQL runs: BENCH_ENTRY when set (to compare the two), otherwise the
+ * production bundle. The PGlite sandbox always runs from the sources, as `npm start` does.
+ */
+export function postgresEntry(): ServiceEntry {
+  const raw = process.env.BENCH_ENTRY;
+  if (raw === undefined || raw === "") return "bundle";
+  if (!(serviceEntries as readonly string[]).includes(raw))
+    throw new Error(`BENCH_ENTRY must be one of ${serviceEntries.join(", ")}, not ${JSON.stringify(raw)}`);
+  return raw as ServiceEntry;
+}
+
+let bundleBuilt = false;
+
+/** Builds packages/server/dist/server.js from the sources, once per bench process. */
+function buildBundleOnce(): void {
+  if (bundleBuilt) return;
+  execFileSync(process.execPath, ["scripts/build-server.ts"], { cwd: repoRoot, stdio: "inherit" });
+  bundleBuilt = true;
+}
+
+/**
+ * Starts the service in its own process on loopback ports chosen by the OS and waits for
  * `<dataDir>/endpoints.json`. Defaults: PGlite in `dataDir`, PRICE_FEED=manual, LOG_LEVEL=warn;
- * `env` adds or overrides (e.g. DATABASE_URL, WORKERS).
+ * `env` adds or overrides (e.g. DATABASE_URL, WORKERS). `entry` (default "sources") says what the
+ * process runs (ServiceEntry).
  */
 export async function startService(
   cleanup: Cleanup,
-  options: { dataDir: string; env?: Record<string, string>; readyTimeoutMs?: number; name?: string },
+  options: {
+    dataDir: string;
+    env?: Record<string, string>;
+    readyTimeoutMs?: number;
+    name?: string;
+    entry?: ServiceEntry;
+  },
 ): Promise<Service> {
   const name = options.name ?? "counterpart";
+  const entry = options.entry ?? "sources";
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const key of serviceVariables) delete env[key];
   Object.assign(env, {
@@ -246,7 +286,11 @@ export async function startService(
   const endpointsFile = path.join(options.dataDir, "endpoints.json");
   fs.rmSync(endpointsFile, { force: true });
 
-  const child = spawnNode(cleanup, name, ["packages/cli/src/main.ts", "serve"], env);
+  if (entry === "bundle") buildBundleOnce();
+  const args =
+    entry === "bundle" ? ["packages/server/dist/server.js"] : ["packages/cli/src/main.ts", "serve"];
+  process.stdout.write(`bench: ${name}: node ${args.join(" ")}\n`);
+  const child = spawnNode(cleanup, name, args, env);
   const timeoutMs = options.readyTimeoutMs ?? 90_000;
   const deadline = Date.now() + timeoutMs;
   type Endpoints = { partner_url: string | null; admin_url: string | null };

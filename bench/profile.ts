@@ -331,6 +331,8 @@ async function main(): Promise<number> {
 
     const scratch = tempDir(cleanup, "cp-profile-");
     const service = await startService(cleanup, {
+      // The sources, not the bundle: the buckets are the files the samples fall in.
+      entry: "sources",
       dataDir: path.join(scratch, "data"),
       env: {
         DATABASE_URL: databaseUrl,

@@ -10,6 +10,8 @@
 //   BENCH_DURATION_S        measured seconds per target (default 10)
 //   BENCH_WARMUP_S          warm-up seconds before each measured run (default 2)
 //   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
+//   BENCH_ENTRY             what the service on PostgreSQL runs: "bundle" (default, the production
+//                           process, built from the tree first) or "sources" (lib.ts, ServiceEntry)
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone and what each part of it costs, uses the
 //   same, with BENCH_ROUNDS rounds, default 2)

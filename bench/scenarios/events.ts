@@ -40,6 +40,7 @@ import {
   type Cleanup,
   fixed,
   type Partner,
+  postgresEntry,
   printTable,
   type RequestSpec,
   runLoad,
@@ -78,6 +79,7 @@ async function startArm(
   const service = await startService(ctx.cleanup, {
     name: name === "with events" ? "with-events" : "without-events",
     dataDir: path.join(ctx.scratchDir, name.replace(/ /g, "-")),
+    entry: postgresEntry(),
     env: {
       DATABASE_URL: databaseUrl,
       WORKERS: String(workers),
