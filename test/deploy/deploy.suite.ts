@@ -403,6 +403,19 @@ describe("three API processes behind nginx", () => {
     assert.deepEqual(counts, { housekeeping: 1, "price feed": 1 });
   }
 
+  test("the bundle is ASCII only, so V8 keeps its text at one byte per character", () => {
+    const text = fs.readFileSync(path.join(root, "packages/server/dist/server.js"), "latin1");
+    const at = text.search(/[\u0080-\u00ff]/);
+    assert.equal(
+      at,
+      -1,
+      `a byte above 0x7f in the bundle: ${JSON.stringify(text.slice(Math.max(0, at - 40), at + 10))}`,
+    );
+    // Comments esbuild keeps hold non-ASCII characters of the sources ("§", "µ"); the build writes
+    // them in this form.
+    assert.match(text, /\\u\{[0-9a-f]{2,5}\}/);
+  });
+
   test("the client's address reaches the allow-list through nginx (TRUST_PROXY), and only nginx is believed", async () => {
     const target = "/v1/partner/balances/AED?partner_client_id=client-1";
     const through = (localAddress?: string, extra: Record<string, string> = {}) =>
