@@ -6,8 +6,10 @@
 // of orders, the deposit's order, the asset pairs, and every fifth time two refusals (a deposit
 // with a negative amount, 422; an order that does not exist, 404). Every request is freshly
 // signed. RSS is read from /proc/<pid>/status every 5 s; printed per process: after the first
-// minute, the highest, and at the end, with the requests answered and the time V8 spent
-// collecting garbage per request (the service's own /metrics, before and after the load). Nothing here is a ratio: the
+// minute, the highest, and at the end, with the requests answered, the CPU the service's processes
+// used per request (/proc, before and after the load) and the time V8 spent collecting garbage per
+// request (the service's own /metrics, before and after), so a setting that trades CPU for memory
+// shows both. Nothing here is a ratio: the
 // figure to compare is the issue's bound, 256 MiB per API process on PostgreSQL.
 //
 // Environment (besides run.ts's): BENCH_MEMORY_S, BENCH_MEMORY_LOOPS, BENCH_DATABASE_URL,
@@ -18,6 +20,8 @@ import path from "node:path";
 import { clientPayload } from "../../packages/server/src/testing/fixtures.ts";
 import { adminCall, adminToken, startPair } from "../compare.ts";
 import {
+  clockTicksPerSecond,
+  cpuTicks,
   fetchOnce,
   type Partner,
   printTable,
@@ -65,6 +69,19 @@ function rssKib(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** User + system CPU of a process and its children so far, in clock ticks (0 for one that is gone). */
+function treeCpuTicks(rootPid: number): number {
+  let ticks = 0;
+  for (const pid of processTree(rootPid)) {
+    try {
+      ticks += cpuTicks(pid);
+    } catch {
+      // exited between the listing and the read
+    }
+  }
+  return ticks;
 }
 
 function sample(target: Target, samples: Samples, t: number): void {
@@ -259,6 +276,7 @@ export const memory: Scenario = {
       `bench: ${loops} loops per service for ${durationS} s; RSS sampled every ${sampleEveryMs / 1000} s\n`,
     );
     const gcBefore = await Promise.all(targets.map((t) => gcSeconds(t.adminUrl)));
+    const cpuBefore = targets.map((t) => treeCpuTicks(t.rootPid));
     const started = Date.now();
     const deadline = started + durationS * 1000;
     const tallies = targets.map(
@@ -287,6 +305,7 @@ export const memory: Scenario = {
     }
     for (const [k, t] of targets.entries()) sample(t, samples[k] as Samples, Date.now() - started);
     const gcAfter = await Promise.all(targets.map((t) => gcSeconds(t.adminUrl)));
+    const cpuAfter = targets.map((t) => treeCpuTicks(t.rootPid));
 
     const rows: string[][] = [];
     const processes: Record<string, unknown>[] = [];
@@ -326,13 +345,17 @@ export const memory: Scenario = {
 
     let ok = true;
     const gcPerRequest: Record<string, number> = {};
+    const cpuPerRequest: Record<string, number> = {};
     for (const [k, t] of targets.entries()) {
       const tally = tallies[k] as Tally;
       const answered = Object.values(tally.answered).reduce((a, b) => a + b, 0);
       const gcUs = (((gcAfter[k] ?? 0) - (gcBefore[k] ?? 0)) * 1e6) / Math.max(1, answered);
       gcPerRequest[t.name] = gcUs;
+      const cpuUs =
+        ((((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / clockTicksPerSecond()) * 1e6) / Math.max(1, answered);
+      cpuPerRequest[t.name] = cpuUs;
       process.stdout.write(
-        `\n${t.name}: ${answered} requests answered as expected (${(answered / durationS).toFixed(0)}/s), ${gcUs.toFixed(0)} µs of garbage collection per request: ${JSON.stringify(tally.answered)}\n`,
+        `\n${t.name}: ${answered} requests answered as expected (${(answered / durationS).toFixed(0)}/s), ${cpuUs.toFixed(0)} µs of the service's CPU (all its processes) and ${gcUs.toFixed(0)} µs of garbage collection per request: ${JSON.stringify(tally.answered)}\n`,
       );
       const unexpected = Object.values(tally.unexpected).reduce((a, b) => a + b, 0);
       if (unexpected > 0 || tally.errors > 0) {
@@ -358,6 +381,7 @@ export const memory: Scenario = {
       loops,
       processes,
       gc_us_per_request: gcPerRequest,
+      cpu_us_per_request: cpuPerRequest,
       answered: Object.fromEntries(targets.map((t, k) => [t.name, tallies[k]?.answered])),
     };
   },
