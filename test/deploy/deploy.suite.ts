@@ -30,6 +30,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { generateKeyPair, parseDecimal, signRequest } from "@counterpart/protocol";
 import pg from "pg";
+import { limits } from "../../packages/server/src/config/limits.ts";
 import { clientPayload } from "../../packages/server/src/testing/fixtures.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -120,7 +121,12 @@ function startApi(shape: Shape, index: number): ApiProcess {
   const port = shape.apiPorts[index]!;
   const dataDir = path.join(shape.dir, `api-${index}`);
   fs.mkdirSync(dataDir, { recursive: true });
-  const child = spawn(process.execPath, [bundle], {
+  // With V8's options as docs/operations.md's unit gives them to a process with WORKERS=1.
+  const v8Options = [
+    `--max-semi-space-size=${limits.workerSemiSpaceMib}`,
+    `--heap-growing-percent=${limits.workerHeapGrowingPercent}`,
+  ];
+  const child = spawn(process.execPath, [...v8Options, bundle], {
     cwd: dataDir,
     env: {
       PATH: process.env.PATH ?? "",

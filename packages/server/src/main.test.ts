@@ -346,8 +346,12 @@ describe("several API processes", () => {
         })
         .map((e) => fs.readFileSync(`/proc/${e}/cmdline`, "utf8").split("\0"));
       assert.equal(workers.length, 2);
-      for (const argv of workers)
+      // ...and an old generation that grows less between full collections
+      // (limits.workerHeapGrowingPercent): V8 takes the option, or the workers would not serve.
+      for (const argv of workers) {
         assert.ok(argv.includes(`--max-semi-space-size=${limits.workerSemiSpaceMib}`), argv.join(" "));
+        assert.ok(argv.includes(`--heap-growing-percent=${limits.workerHeapGrowingPercent}`), argv.join(" "));
+      }
       assert.equal(await svc.stop(), 0);
     } finally {
       if (svc !== undefined && svc.child.exitCode === null) await svc.stop();
@@ -358,14 +362,26 @@ describe("several API processes", () => {
   });
 });
 
-test("API workers get a small young generation unless the operator chose one", () => {
-  const own = `--max-semi-space-size=${limits.workerSemiSpaceMib}`;
-  assert.deepEqual(workerExecArgv([], undefined), [own]);
-  assert.deepEqual(workerExecArgv(["--enable-source-maps"], ""), ["--enable-source-maps", own]);
-  assert.deepEqual(workerExecArgv(["--max-semi-space-size=32"], undefined), ["--max-semi-space-size=32"]);
-  assert.deepEqual(workerExecArgv([], "--max-old-space-size=512 --max-semi-space-size=16"), []);
-  assert.deepEqual(workerExecArgv([], "--max_semi_space_size=16"), []);
-  assert.deepEqual(workerExecArgv([], "--max-semi-space-size-x=1"), [own]);
+test("API workers get a small young generation and a slower-growing old one unless the operator chose them", () => {
+  const semi = `--max-semi-space-size=${limits.workerSemiSpaceMib}`;
+  const growing = `--heap-growing-percent=${limits.workerHeapGrowingPercent}`;
+  assert.deepEqual(workerExecArgv([], undefined), [semi, growing]);
+  assert.deepEqual(workerExecArgv(["--enable-source-maps"], ""), ["--enable-source-maps", semi, growing]);
+  assert.deepEqual(workerExecArgv(["--max-semi-space-size=32"], undefined), [
+    "--max-semi-space-size=32",
+    growing,
+  ]);
+  assert.deepEqual(workerExecArgv([], "--max-old-space-size=512 --max-semi-space-size=16"), [growing]);
+  assert.deepEqual(workerExecArgv([], "--max_semi_space_size=16"), [growing]);
+  assert.deepEqual(workerExecArgv([], "--max-semi-space-size-x=1"), [semi, growing]);
+  assert.deepEqual(workerExecArgv(["--heap-growing-percent=50"], undefined), [
+    "--heap-growing-percent=50",
+    semi,
+  ]);
+  assert.deepEqual(workerExecArgv(["--heap_growing_percent=50", "--max-semi-space-size=8"], undefined), [
+    "--heap_growing_percent=50",
+    "--max-semi-space-size=8",
+  ]);
 });
 
 describe("background jobs and starts on PostgreSQL", () => {

@@ -282,17 +282,25 @@ async function runSingle(config: Config): Promise<RunningServer> {
   };
 }
 
-const semiSpaceFlag = "--max-semi-space-size";
+/** The V8 options an API worker of WORKERS=N gets unless the operator gave them (limits.ts). */
+const workerV8Defaults: readonly (readonly [flag: string, value: number])[] = [
+  ["--max-semi-space-size", limits.workerSemiSpaceMib],
+  ["--heap-growing-percent", limits.workerHeapGrowingPercent],
+];
 
 /**
- * The V8 options an API worker starts with: the primary's, and a small young generation
- * (limits.workerSemiSpaceMib) unless the operator gave one (in NODE_OPTIONS or on the command line).
+ * The V8 options an API worker starts with: the primary's, then a small young generation
+ * (limits.workerSemiSpaceMib) and an old generation that grows less between full collections
+ * (limits.workerHeapGrowingPercent), each unless the operator gave it (in NODE_OPTIONS, where
+ * Node allows it, or on the command line).
  */
 export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
   // V8 reads `_` and `-` alike in its option names.
   const given = [...execArgv, ...(nodeOptions ?? "").split(/\s+/)].map((a) => a.replaceAll("_", "-"));
-  if (given.some((a) => a === semiSpaceFlag || a.startsWith(`${semiSpaceFlag}=`))) return [...execArgv];
-  return [...execArgv, `${semiSpaceFlag}=${limits.workerSemiSpaceMib}`];
+  const added = workerV8Defaults
+    .filter(([flag]) => !given.some((a) => a === flag || a.startsWith(`${flag}=`)))
+    .map(([flag, value]) => `${flag}=${value}`);
+  return [...execArgv, ...added];
 }
 
 async function runPrimary(config: Config): Promise<RunningServer> {
