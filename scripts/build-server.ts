@@ -16,7 +16,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { build } from "esbuild";
+import { type BuildOptions, build } from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "..");
 const serverDir = path.join(root, "packages/server");
@@ -36,7 +36,7 @@ function writeAtomically(file: string, contents: string | Uint8Array): void {
   fs.renameSync(temporary, file);
 }
 
-const result = await build({
+const options = {
   entryPoints: [path.join(serverDir, "src/server-main.ts")],
   bundle: true,
   platform: "node",
@@ -53,7 +53,9 @@ const result = await build({
   keepNames: true,
   legalComments: "none",
   logLevel: "warning",
-});
+} satisfies BuildOptions;
+
+const result = await build(options);
 
 // The bundle as ASCII only. V8 keeps a module's whole source text for as long as the process runs
 // (to compile functions lazily, and for Function.prototype.toString), one byte per character when
@@ -71,18 +73,7 @@ if (output === undefined || result.outputFiles.length !== 1)
   throw new Error(`esbuild wrote ${result.outputFiles.length} files, expected one`);
 const nonAscii = /[\u0080-\u{10ffff}]/u;
 if (nonAscii.test(output.text)) {
-  const stripped = await build({
-    entryPoints: [path.join(serverDir, "src/server-main.ts")],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node24",
-    write: false,
-    external: [...serverExternals],
-    minifyWhitespace: true,
-    legalComments: "none",
-    logLevel: "warning",
-  });
+  const stripped = await build({ ...options, minifyWhitespace: true });
   const code = stripped.outputFiles[0]?.text ?? "";
   const at = code.search(nonAscii);
   if (at !== -1)
