@@ -32,6 +32,7 @@ import pg from "pg";
 import { openDatabase } from "../packages/server/src/db/database.ts";
 import { insertClient } from "../packages/server/src/testing/fixtures.ts";
 import { startPgCluster } from "../packages/server/src/testing/pg-cluster.ts";
+import { bucketOfFile, httpBucket } from "./buckets.ts";
 import {
   Cleanup,
   clockTicksPerSecond,
@@ -163,46 +164,7 @@ function heapAsProfile(head: HeapNode): CpuProfile {
   return profile;
 }
 
-// --- Buckets --------------------------------------------------------------------------------------
-
-const httpBucket = "HTTP serving (Fastify, Node's http, sockets)";
-
-const buckets: { name: string; test: (url: string, fn: string) => boolean }[] = [
-  {
-    name: "logging (pino)",
-    test: (u) => /node_modules\/(pino|sonic-boom|thread-stream)|platform\/logger/.test(u),
-  },
-  {
-    name: "authentication (signature, key, replay guard, allow-list)",
-    test: (u) => /http\/signature-auth|modules\/partners\/|protocol\/(src|dist)\/signing|ipaddr/.test(u),
-  },
-  {
-    name: "validation (Ajv, our checks)",
-    test: (u, f) =>
-      /node_modules\/(ajv|fast-uri|ajv-formats)|http\/(validation|input-checks|amount|query-schemas)|-validation\.ts/.test(
-        u,
-      ) || /^validate\d*$/.test(f),
-  },
-  {
-    name: "serialisation (fast-json-stringify, JSON)",
-    test: (u, f) =>
-      /node_modules\/fast-json-stringify|-views\.ts/.test(u) || f === "anonymous" || f === "main",
-  },
-  {
-    name: "SQL client (pg, Kysely, db/)",
-    test: (u) => /node_modules\/(pg|pg-protocol|pg-pool|pg-types|postgres-|kysely)|server\/src\/db\//.test(u),
-  },
-  { name: "body parsing", test: (u) => /http\/(body-parsing|multipart)|secure-json-parse|busboy/.test(u) },
-  {
-    name: httpBucket,
-    test: (u) =>
-      /node_modules\/(fastify|@fastify|find-my-way|avvio|light-my-request|fast-querystring)/.test(u),
-  },
-  { name: "metrics", test: (u) => /http\/metrics|prom-client/.test(u) },
-  { name: "use case (modules)", test: (u) => /server\/src\/modules\//.test(u) },
-  { name: "our HTTP layer (other)", test: (u) => /server\/src\/http\/|server\/src\/app\.ts/.test(u) },
-  { name: "money and protocol", test: (u) => /protocol\/(src|dist)\//.test(u) },
-];
+// --- Buckets ---------------------------------------------------------------------------------------
 
 /**
  * Self time (µs) per bucket. A native function or one of Node's own (node:…) counts for its
@@ -214,9 +176,6 @@ function bucketTimes(profile: CpuProfile): { times: Map<string, number>; perFunc
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const bucketOfFile = (url: string, functionName: string): string =>
-    buckets.find((b) => b.test(url, functionName))?.name ??
-    (/node_modules\//.test(url) ? "other libraries" : "other");
   const bucketOfNode = new Map<number, string>();
   const bucketOf = (id: number): string => {
     const known = bucketOfNode.get(id);
