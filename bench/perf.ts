@@ -104,6 +104,8 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
   const windows: Window[] = [];
   seen.add(child.pid ?? 0);
   const recordings: Promise<void>[] = [];
+  // A window that could not be recorded fails the run once the bench is over, not before.
+  let failure: unknown = null;
   const lines = readline.createInterface({ input: child.stdout });
   lines.on("line", (line) => {
     process.stdout.write(`${line}\n`);
@@ -152,11 +154,14 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
           const map = `/tmp/perf-${pid}.map`;
           if (fs.existsSync(map)) fs.copyFileSync(map, `${file}.${pid}.map`);
         }
-      })(),
+      })().catch((err: unknown) => {
+        failure ??= err;
+      }),
     );
   });
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   await Promise.all(recordings);
+  if (failure !== null) throw failure;
   if (code !== 0) throw new Error(`npm run bench (${scenario}) exited with ${code}`);
   return windows;
 }
