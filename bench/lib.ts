@@ -10,6 +10,7 @@ import path from "node:path";
 import { createHistogram } from "node:perf_hooks";
 import { signRequest } from "@counterpart/protocol";
 import autocannon, { type Request, type Result } from "autocannon";
+import { startScriptExecArgv } from "../packages/server/src/testing/processes.ts";
 
 type RequestParams = Request;
 
@@ -257,7 +258,7 @@ function buildBundleOnce(): void {
  * Starts the service in its own process on loopback ports chosen by the OS and waits for
  * `<dataDir>/endpoints.json`. Defaults: PGlite in `dataDir`, PRICE_FEED=manual, LOG_LEVEL=warn;
  * `env` adds or overrides (e.g. DATABASE_URL, WORKERS). `entry` (default "sources") says what the
- * process runs (ServiceEntry).
+ * process runs (ServiceEntry); the sources run as `npm start` runs them, with its Node options.
  */
 export async function startService(
   cleanup: Cleanup,
@@ -288,7 +289,9 @@ export async function startService(
 
   if (entry === "bundle") buildBundleOnce();
   const args =
-    entry === "bundle" ? ["packages/server/dist/server.js"] : ["packages/cli/src/main.ts", "serve"];
+    entry === "bundle"
+      ? ["packages/server/dist/server.js"]
+      : [...startScriptExecArgv(), "packages/cli/src/main.ts", "serve"];
   process.stdout.write(`bench: ${name}: node ${args.join(" ")}\n`);
   const child = spawnNode(cleanup, name, args, env);
   const timeoutMs = options.readyTimeoutMs ?? 90_000;

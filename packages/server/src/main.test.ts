@@ -13,7 +13,14 @@ import pg from "pg";
 import { limits } from "./config/limits.ts";
 import { workerExecArgv } from "./main.ts";
 import { onPostgres, testDatabaseUrl } from "./testing/harness.ts";
-import { exitOf, type ServiceProcess, spawnServe, startService, tempDataDir } from "./testing/processes.ts";
+import {
+  exitOf,
+  type ServiceProcess,
+  spawnServe,
+  startScriptExecArgv,
+  startService,
+  tempDataDir,
+} from "./testing/processes.ts";
 
 function signedHeaders(partnerId: string, keyPem: string, method: string, target: string, body = "") {
   return signRequest({ partnerId, privateKey: keyPem, method, target, body, nowMs: Date.now() });
@@ -32,7 +39,8 @@ describe("the sandbox process", () => {
    */
   async function running(): Promise<ServiceProcess> {
     if (svc === undefined || svc.child.exitCode !== null) {
-      svc = await startService({ DATA_DIR: dataDir, LOG_LEVEL: "debug" });
+      // As `npm start` runs it, with the Node options its script gives.
+      svc = await startService({ DATA_DIR: dataDir, LOG_LEVEL: "debug" }, undefined, startScriptExecArgv());
     }
     return svc;
   }
@@ -52,6 +60,16 @@ describe("the sandbox process", () => {
     });
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as { items: unknown[] }).items.length, 8);
+  });
+
+  test("npm start gives the sandbox the V8 options of an API worker, and it serves with them", async () => {
+    // One process holds the API and PGlite: the same small young generation and slower-growing
+    // old generation as a worker's (limits.ts) keep its memory down (docs/decisions.md).
+    assert.deepEqual(startScriptExecArgv(), workerExecArgv([], undefined));
+    const svc = await running();
+    const argv = fs.readFileSync(`/proc/${svc.child.pid}/cmdline`, "utf8").split("\0");
+    for (const option of workerExecArgv([], undefined)) assert.ok(argv.includes(option), argv.join(" "));
+    assert.equal((await fetch(`${svc.partnerUrl}/readyz`)).status, 200);
   });
 
   test("health, readiness and request ids", async () => {

@@ -20,12 +20,34 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
+/**
+ * The Node options `npm start` gives the sandbox: what its script in the root package.json puts
+ * between `node` and the CLI (`node <options> packages/cli/src/main.ts serve`).
+ */
+export function startScriptExecArgv(): string[] {
+  const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
+    scripts: { start: string };
+  };
+  const words = manifest.scripts.start.trim().split(/\s+/);
+  const cli = words.indexOf("packages/cli/src/main.ts");
+  if (words[0] !== "node" || cli < 1 || words[cli + 1] !== "serve" || words.length !== cli + 2) {
+    throw new Error(
+      `npm start is not "node [options] packages/cli/src/main.ts serve": ${manifest.scripts.start}`,
+    );
+  }
+  return words.slice(1, cli);
+}
+
 export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "cp-data-"));
 }
 
-export function spawnServe(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [cliMain, "serve"], {
+/** `counterpart serve` from the sources, with `execArgv` (Node's options) before the script. */
+export function spawnServe(
+  env: Record<string, string>,
+  execArgv: readonly string[] = [],
+): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, [...execArgv, cliMain, "serve"], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -54,17 +76,21 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
 export async function startService(
   env: Record<string, string>,
   timeoutMs = 120_000,
+  execArgv: readonly string[] = [],
 ): Promise<ServiceProcess> {
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const endpointsFile = path.join(dataDir, "endpoints.json");
   fs.rmSync(endpointsFile, { force: true });
-  const { child, output } = spawnServe({
-    PORT: "0",
-    ADMIN_PORT: "0",
-    PRICE_FEED: "manual",
-    ...env,
-    DATA_DIR: dataDir,
-  });
+  const { child, output } = spawnServe(
+    {
+      PORT: "0",
+      ADMIN_PORT: "0",
+      PRICE_FEED: "manual",
+      ...env,
+      DATA_DIR: dataDir,
+    },
+    execArgv,
+  );
   const deadline = Date.now() + timeoutMs;
   while (!fs.existsSync(endpointsFile) || !output().includes("Counterpart is running")) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output()}`);
