@@ -60,7 +60,6 @@ type SideName = keyof typeof sides;
 
 interface Window {
   label: string;
-  side: SideName;
   pids: number[];
   file: string;
 }
@@ -126,7 +125,7 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
         for (const pid of processTree(child.pid ?? 0)) seen.add(pid);
         if (pids.length === 0) throw new Error(`no process of ${side} found for ${label}`);
         const file = path.join(scratch, `${windows.length}.data`);
-        windows.push({ label: `${label} (${side})`, side, pids, file });
+        windows.push({ label: `${label} (${side})`, pids, file });
         execFileSync(
           "perf",
           [
