@@ -302,13 +302,20 @@ try {
   const windows = await runAndRecord(scratch);
   const rates = ratesByLabel();
   const labels = [...new Set(windows.map((w) => w.label.replace(/ \((Counterpart|reference)\)$/, "")))];
+  // A run that recorded nothing, or one side only, or a side whose rate the results do not hold,
+  // has no comparison to print: it fails rather than write an empty or one-sided report.
+  if (labels.length === 0) {
+    throw new Error(`no measured run of ${scenario} matched PERF_MATCH "${match}": nothing was recorded`);
+  }
   const report: Record<string, unknown> = {};
   for (const label of labels) {
     const pair = new Map<SideName, Tally>();
     for (const side of ["Counterpart", "reference"] as const) {
       const w = windows.find((x) => x.label === `${label} (${side})`);
       const rate = rates.get(`${label} (${side})`);
-      if (w !== undefined && rate !== undefined) pair.set(side, await tally(w, rate));
+      if (w === undefined) throw new Error(`${label}: no window of ${side} was recorded`);
+      if (rate === undefined) throw new Error(`${label}: the results hold no rate for ${side}`);
+      pair.set(side, await tally(w, rate));
     }
     const cp = pair.get("Counterpart");
     const ref = pair.get("reference");

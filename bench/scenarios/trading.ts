@@ -278,7 +278,9 @@ async function measurePairs(options: {
   const warm = options.warmupS > 0 ? await runPairs(client, clientCount, workersLoop, options.warmupS) : null;
 
   process.stdout.write(
-    `bench: trading (${who}): ${options.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
+    // The form of bench/lib.ts's measured runs (label, side, then "warm-up 0 s, then N s"), which
+    // bench:perf watches for.
+    `bench: quote → execute pairs (${who}): warm-up 0 s, then ${options.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
   );
   const serverCpu = new CpuSampler(() => processTree(options.rootPid));
   const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
