@@ -13,18 +13,23 @@ type Session = { operator: OperatorView; csrf: string };
 
 const readOnly = (what: string) => `<p class="note">Your role may read ${what} but not change it.</p>`;
 
+/** A partner's allow-list as shown: an empty one admits nobody (docs/reference.md), never "any". */
+function allowListText(allowed: readonly string[]): string {
+  return allowed.length === 0 ? "none: every signed request is refused" : allowed.join(", ");
+}
+
 export function partnersPage(session: Session, partners: PartnerView[], mayChange: boolean): string {
   const rows = partners
     .map(
       (p) => `<tr><td><a href="/console/partners/${esc(p.id)}">${esc(p.name)}</a></td><td>${esc(p.id)}</td>
 <td>${p.active ? "yes" : "no"}</td><td>${p.has_public_key ? "yes" : "no"}</td>
-<td>${esc(p.allowed_ips.length === 0 ? "any" : p.allowed_ips.join(", "))}</td><td>${esc(p.created_at)}</td></tr>`,
+<td>${esc(allowListText(p.allowed_ips))}</td><td>${esc(p.created_at)}</td></tr>`,
     )
     .join("");
   const form = mayChange
     ? `<h2>New partner</h2><form data-api="/admin/partners" data-lists="allowed_ips" data-nulls="public_key_pem" data-next-result="/console/partners/{id}" class="card" id="partner-create">
 <label>Name <input name="name" required maxlength="255" size="40"></label>
-<label>Allowed IP addresses or CIDR ranges (one a line; none allows any) <textarea name="allowed_ips" rows="3" cols="40"></textarea></label>
+<label>Allowed IP addresses or CIDR ranges (one a line; an empty list admits nobody) <textarea name="allowed_ips" rows="3" cols="40"></textarea></label>
 <label>Ed25519 public key, PEM (optional; keys can be added later) <textarea name="public_key_pem" rows="4" cols="70"></textarea></label>
 <p><button type="submit">Create partner</button></p><p role="status"></p></form>`
     : readOnly("partners");
@@ -59,7 +64,7 @@ export function partnerPage(
     ["Id", p.id],
     ["Name", p.name],
     ["Active", p.active ? "yes" : "no"],
-    ["Allowed IPs", p.allowed_ips.length === 0 ? "any" : p.allowed_ips.join(", ")],
+    ["Allowed IPs", allowListText(p.allowed_ips)],
     ...budgets.map(([k, v]): [string, unknown] => [`Budget: ${k}`, v]),
     ["Fee rate (default for its pairs)", fees.fee_rate ?? "— (each pair's own)"],
     ["VAT percentage", fees.vat_percentage ?? "— (none)"],
@@ -96,7 +101,7 @@ export function partnerPage(
 <label>Ed25519 public key, PEM <textarea name="public_key_pem" required rows="4" cols="70"></textarea></label>
 <p><button type="submit">Add key</button></p><p role="status"></p></form>
 <h2>IP allow-list</h2><form data-api="${api}/ips" data-method="PUT" data-lists="allowed_ips" class="card">
-<label>Allowed IP addresses or CIDR ranges (one a line; none allows any) <textarea name="allowed_ips" rows="4" cols="40">${esc(p.allowed_ips.join("\n"))}</textarea></label>
+<label>Allowed IP addresses or CIDR ranges (one a line; an empty list admits nobody) <textarea name="allowed_ips" rows="4" cols="40">${esc(p.allowed_ips.join("\n"))}</textarea></label>
 <p><button type="submit">Replace allow-list</button></p><p role="status"></p></form>
 <h2>Rate-limit budgets</h2><form data-api="${api}/limits" data-method="PUT" data-integers="reads,writes,quotes" class="inline card">
 ${limitInput("reads")}${limitInput("writes")}${limitInput("quotes")}

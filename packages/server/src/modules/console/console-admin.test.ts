@@ -96,10 +96,18 @@ describe("the console's partner and catalog pages in a browser", () => {
     await page.getByText("not a PEM SubjectPublicKeyInfo block").waitFor();
     assert.equal((await ctx.adminRequest("GET", `/admin/partners/${partnerId}/keys`)).json().items.length, 1);
 
-    // The allow-list replaced.
-    await page
-      .getByLabel("Allowed IP addresses or CIDR ranges (one a line; none allows any)")
-      .fill("198.51.100.7\n2001:db8::/32");
+    // The allow-list replaced; emptied, it is shown as what it is: it admits nobody.
+    const allowList = page.getByLabel(
+      "Allowed IP addresses or CIDR ranges (one a line; an empty list admits nobody)",
+    );
+    await allowList.fill("");
+    await page.getByRole("button", { name: "Replace allow-list" }).click();
+    await page.getByRole("row", { name: "Allowed IPs none: every signed request is refused" }).waitFor();
+    assert.deepEqual(
+      (await ctx.adminRequest("GET", `/admin/partners/${partnerId}`)).json().result.allowed_ips,
+      [],
+    );
+    await allowList.fill("198.51.100.7\n2001:db8::/32");
     await page.getByRole("button", { name: "Replace allow-list" }).click();
     await page.getByRole("row", { name: /^Allowed IPs 198\.51\.100\.7, 2001:db8::\/32$/ }).waitFor();
 
@@ -135,6 +143,8 @@ describe("the console's partner and catalog pages in a browser", () => {
     const actions = trail.items.map((e: { action: string }) => e.action).sort();
     assert.deepEqual(actions, [
       "partner.active",
+      // Emptied, then replaced.
+      "partner.allowed_ips",
       "partner.allowed_ips",
       "partner.create",
       "partner.fees",
