@@ -45,16 +45,23 @@ export function isPartnerSpace(request: FastifyRequest): boolean {
 /** A header's values as sent; Node would join a repeated custom header with ", ". */
 function header(request: FastifyRequest, name: string): string | string[] | undefined {
   const raw = request.raw.rawHeaders ?? [];
-  const values: string[] = [];
+  let first: string | undefined;
+  let all: string[] | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
+    // Only a field name of the same length is lowercased (the others cannot match): a request
+    // carries a dozen fields and this runs three times for each.
+    const field = raw[i]!;
+    if (field.length !== name.length || field.toLowerCase() !== name) continue;
+    if (first === undefined) first = raw[i + 1]!;
+    else if (all === undefined) all = [first, raw[i + 1]!];
+    else all.push(raw[i + 1]!);
   }
-  if (values.length === 0) {
+  if (first === undefined) {
     const given = request.headers[name];
     if (given === undefined) return undefined;
     return Array.isArray(given) && given.length === 1 ? given[0] : given;
   }
-  return values.length === 1 ? values[0] : values;
+  return all ?? first;
 }
 
 /** A raw path segment as the router decodes a parameter, or null when it cannot be decoded. */

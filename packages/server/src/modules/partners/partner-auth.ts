@@ -131,7 +131,13 @@ export class PartnerAuthenticator {
   readonly #keys = new Map<string, KeyObject>();
   /** The credentials last read per partner id; checked against the row by every request. */
   readonly #credentials = new Map<string, PartnerCredentials>();
-  readonly #allowLists = new Map<string, Cidr[]>();
+  /** Each allow-list's ranges, parsed once per list as kept (a credentials object is never changed). */
+  readonly #allowLists = new WeakMap<readonly string[], Cidr[]>();
+  /**
+   * Each client address as parsed (an IPv4-mapped IPv6 one as its IPv4 address), null for text
+   * that is no address: ipaddr.js's parsing costs more than the rest of the allow-list check.
+   */
+  readonly #clientAddresses = new Map<string, ipaddr.IPv4 | ipaddr.IPv6 | null>();
   readonly #standInKey: KeyObject;
   /** With REDIS_URL: where accepted signatures are recorded (docs/decisions.md, "Shared state"). */
   readonly #shared: SharedState | null;
@@ -361,16 +367,25 @@ export class PartnerAuthenticator {
   }
 
   #ipAllowed(allowed: string[], clientIp: string): boolean {
-    if (allowed.length === 0 || !ipaddr.isValid(clientIp)) return false;
-    const cacheKey = allowed.join(",");
-    let ranges = this.#allowLists.get(cacheKey);
+    if (allowed.length === 0) return false;
+    const ip = this.#clientAddress(clientIp);
+    if (ip === null) return false;
+    let ranges = this.#allowLists.get(allowed);
     if (ranges === undefined) {
       ranges = allowed.map(parseRange);
-      if (this.#allowLists.size > 10_000) this.#allowLists.clear();
-      this.#allowLists.set(cacheKey, ranges);
+      this.#allowLists.set(allowed, ranges);
     }
-    const ip = normaliseIp(clientIp);
     return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
+  }
+
+  #clientAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+    let ip = this.#clientAddresses.get(text);
+    if (ip === undefined) {
+      ip = ipaddr.isValid(text) ? normaliseIp(text) : null;
+      if (this.#clientAddresses.size >= 10_000) this.#clientAddresses.clear();
+      this.#clientAddresses.set(text, ip);
+    }
+    return ip;
   }
 }
 

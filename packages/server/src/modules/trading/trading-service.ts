@@ -47,8 +47,9 @@ export function decimalPlacesError(loc: (string | number)[], decimalPlaces: numb
   };
 }
 
+/** SHA-256 of a quote's token, as stored (one-shot: no Hash object per quote and per execute). */
 function hashToken(token: string): Buffer {
-  return crypto.createHash("sha256").update(token).digest();
+  return crypto.hash("sha256", token, "buffer");
 }
 
 export class TradingService {
