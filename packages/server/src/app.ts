@@ -191,7 +191,8 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
       );
     },
   });
-  capConnections(
+  const metrics = options.metrics;
+  const connections = capConnections(
     app.server,
     {
       perAddressMax: services.config.connectionsPerAddressMax,
@@ -199,7 +200,9 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
       ...options.connectionCaps,
     },
     trusted,
+    metrics === undefined ? undefined : (cap) => metrics.connectionRefused(cap),
   );
+  metrics?.observeConnections(connections);
   app.addHook("onRoute", (route) => multipartTargets.add(route));
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);

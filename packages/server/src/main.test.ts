@@ -97,6 +97,10 @@ describe("the sandbox process", () => {
       /counterpart_http_request_duration_seconds_count\{method="GET",route="\/v1\/public\/assets\/:asset_id",status="404"\} [1-9]/,
     );
     assert.match(text, /counterpart_process_cpu_seconds_total/);
+    // The connection caps (http/connection-caps.ts): none refused, the series there from the start.
+    assert.match(text, /^counterpart_connections_refused_total\{cap="address"\} 0$/m);
+    assert.match(text, /^counterpart_connections_refused_total\{cap="listener"\} 0$/m);
+    assert.match(text, /^counterpart_connections_open \d+$/m);
   });
 
   test("the admin API needs its bearer token", async () => {
@@ -350,6 +354,12 @@ describe("several API processes", () => {
           metrics,
         );
       assert.equal(Number(count?.[1]), 40, "aggregated over the workers");
+      assert.match(
+        metrics,
+        /^counterpart_connections_refused_total\{cap="address"\} 0$/m,
+        "and so are the caps'",
+      );
+      assert.match(metrics, /^counterpart_connections_open \d+$/m);
       // Each worker runs with a small young generation (limits.workerSemiSpaceMib).
       const workers = fs
         .readdirSync("/proc")

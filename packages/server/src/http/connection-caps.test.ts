@@ -16,6 +16,7 @@ import { startTestContext, type TestContext } from "../testing/harness.ts";
 import { moneyState } from "../testing/money-state.ts";
 import { parseResponse } from "../testing/raw-http.ts";
 import { capConnections } from "./connection-caps.ts";
+import { HttpMetrics } from "./metrics.ts";
 
 interface Conn {
   socket: net.Socket;
@@ -88,10 +89,20 @@ describe("connection caps", () => {
   let app: FastifyInstance;
   let port: number;
   const open: Conn[] = [];
+  const metrics = new HttpMetrics({ defaultMetrics: false });
+  /** The value of a series of the process's metrics, as /metrics would give it. */
+  const metric = async (name: string, labels: Record<string, string> = {}) => {
+    const values = (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [];
+    return values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+  };
   before(async () => {
     ctx = await startTestContext();
     await insertClient(ctx.services.database.db, ctx.partner.id, 1);
-    app = buildPartnerApp(ctx.services, { logger: false, connectionCaps: { perAddressMax: 4, totalMax: 7 } });
+    app = buildPartnerApp(ctx.services, {
+      logger: false,
+      metrics,
+      connectionCaps: { perAddressMax: 4, totalMax: 7 },
+    });
     await app.listen({ port: 0, host: "127.0.0.1" });
     port = (app.server.address() as AddressInfo).port;
   });
@@ -142,6 +153,10 @@ describe("connection caps", () => {
       before,
       "the deposit sent on it did nothing",
     );
+    // An operator sees it: the refusal counted by the cap it met, the connections open.
+    assert.equal(await metric("counterpart_connections_refused_total", { cap: "address" }), 1);
+    assert.equal(await metric("counterpart_connections_refused_total", { cap: "listener" }), 0);
+    assert.equal(await metric("counterpart_connections_open"), 4);
 
     assert.equal(await health(port, "127.0.0.2"), 200, "another address is served meanwhile");
     assert.ok(
@@ -178,6 +193,13 @@ describe("connection caps", () => {
     await Promise.all(held.map((c) => c.connected));
     await settle();
     assert.equal(await health(port, "127.0.0.7"), null, "a new address is refused at the listener's cap");
+    assert.equal(await metric("counterpart_connections_refused_total", { cap: "listener" }), 1);
+    assert.equal(
+      await metric("counterpart_connections_refused_total", { cap: "address" }),
+      1,
+      "the first test's",
+    );
+    assert.equal(await metric("counterpart_connections_open"), 7);
     held[0]!.socket.destroy();
     await settle();
     assert.equal(await health(port, "127.0.0.7"), 200);

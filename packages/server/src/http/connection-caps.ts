@@ -23,10 +23,14 @@ export interface ConnectionCounts {
   refused(): number;
 }
 
+/** The cap a refused connection met: its address's, or the listener's. */
+export type ConnectionCap = "address" | "listener";
+
 export function capConnections(
   server: Server,
   caps: ConnectionCaps,
   trustedProxies: readonly string[],
+  onRefused?: (cap: ConnectionCap) => void,
 ): ConnectionCounts {
   const proxies = trustedProxies.map(parseRange);
   const exempt = (address: string): boolean => {
@@ -46,6 +50,7 @@ export function capConnections(
       refused++;
       socket.on("error", () => {});
       socket.destroy();
+      onRefused?.(open >= caps.totalMax ? "listener" : "address");
       return;
     }
     open++;

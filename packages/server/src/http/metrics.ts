@@ -2,11 +2,14 @@
 // with several API processes the primary aggregates its workers' registries (see main.ts).
 
 import type { FastifyInstance } from "fastify";
-import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { ConnectionCap, ConnectionCounts } from "./connection-caps.ts";
 
 export class HttpMetrics {
   readonly registry: Registry;
   readonly #duration: Histogram<"method" | "route" | "status">;
+  readonly #refused: Counter<"cap">;
+  #connections: ConnectionCounts | null = null;
 
   constructor(options: { defaultMetrics: boolean }) {
     this.registry = new Registry();
@@ -18,6 +21,33 @@ export class HttpMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [this.registry],
     });
+    this.#refused = new Counter({
+      name: "counterpart_connections_refused_total",
+      help: "Connections to the partner API closed unread because a cap was reached: the client address's (cap=address, CONNECTIONS_PER_ADDRESS_MAX) or the listener's (cap=listener, CONNECTIONS_MAX)",
+      labelNames: ["cap"],
+      registers: [this.registry],
+    });
+    // Both series from the start, at 0: an alert on their rate needs them before the first refusal.
+    for (const cap of ["address", "listener"] as const) this.#refused.inc({ cap }, 0);
+    const connections = () => this.#connections;
+    new Gauge({
+      name: "counterpart_connections_open",
+      help: "Connections open on the partner API's listener, as counted against CONNECTIONS_MAX",
+      registers: [this.registry],
+      collect() {
+        this.set(connections()?.open() ?? 0);
+      },
+    });
+  }
+
+  /** Counts a connection a cap refused (http/connection-caps.ts). */
+  connectionRefused(cap: ConnectionCap): void {
+    this.#refused.inc({ cap });
+  }
+
+  /** Reports the open connections of the listener whose caps keep `counts`. */
+  observeConnections(counts: ConnectionCounts): void {
+    this.#connections = counts;
   }
 
   /** Observes every response of `app`; unmatched paths share one label so cardinality stays bounded. */
