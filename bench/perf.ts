@@ -24,7 +24,8 @@
 // functions (nearest JavaScript frame) that cost each side most.
 //
 // Environment: PERF_SCENARIO (deposits, reads or trading; default deposits), PERF_MATCH (a label
-// prefix; default the scenario's first path: "deposits", "asset-pairs", "quote"), PERF_SECONDS
+// prefix; default the scenario's first path: "deposits", "asset-pairs", "quote", a trading run's
+// "quote → execute pairs", whose figures are per pair), PERF_SECONDS
 // (default 8, at most the runs' BENCH_DURATION_S less 2), PERF_TOP (functions listed, default 15).
 // Needs `perf` on PATH and the right to record other processes (root, or
 // kernel.perf_event_paranoid ≤ 0). Figures from perf's symbol maps are approximate: V8 reuses
@@ -41,6 +42,8 @@ import { intFromEnv, processTable, processTree } from "./proc.ts";
 
 const defaults: Record<string, string> = { deposits: "deposits", reads: "asset-pairs", trading: "quote" };
 const scenario = process.env.PERF_SCENARIO || "deposits";
+/** What one operation of the scenario is (the JSON's "per_request" figures are per one of them). */
+const unit = scenario === "trading" ? "pair (a quote and its execute)" : "request";
 const match = process.env.PERF_MATCH || defaults[scenario];
 if (match === undefined) {
   process.stderr.write(`bench:perf: PERF_SCENARIO must be one of ${Object.keys(defaults).join(", ")}\n`);
@@ -334,14 +337,14 @@ try {
       .map(({ n }) => [n, cell(cp, n), cell(ref, n)]);
     rows.push(["all", fixed(total(cp), 1), fixed(total(ref), 1)]);
     printTable(
-      `${label}: CPU µs per request by where it went, perf, ${seconds} s of each side (in parentheses: in the kernel)`,
+      `${label}: CPU µs per ${unit} by where it went, perf, ${seconds} s of each side (in parentheses: in the kernel)`,
       ["bucket", "Counterpart", "reference"],
       rows,
     );
     for (const [side, t] of pair) {
       if (top === 0) continue;
       printTable(
-        `${label} (${side}): the functions that cost most, µs per request (nearest JavaScript frame)`,
+        `${label} (${side}): the functions that cost most, µs per ${unit} (nearest JavaScript frame)`,
         ["µs", "function"],
         [...t.functions]
           .sort((a, b) => b[1] - a[1])
@@ -366,7 +369,7 @@ try {
     );
   }
   const out = path.join(resultsDir, `latest-perf-${scenario}.json`);
-  fs.writeFileSync(out, `${JSON.stringify({ scenario, match, seconds, report }, null, 1)}\n`);
+  fs.writeFileSync(out, `${JSON.stringify({ scenario, match, seconds, unit, report }, null, 1)}\n`);
   process.stdout.write(`\nperf: figures in ${path.relative(repoRoot, out)}\n`);
 } finally {
   fs.rmSync(scratch, { recursive: true, force: true });
