@@ -300,6 +300,7 @@ async function tally(window: Window, rate: number): Promise<Tally> {
 const perRequest = (samples: number, requests: number) => (samples * (1e6 / hz)) / Math.max(requests, 1);
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "counterpart-bench-perf-"));
+const startedMs = Date.now();
 try {
   checkPerf(scratch);
   const windows = await runAndRecord(scratch);
@@ -375,4 +376,13 @@ try {
   fs.rmSync(scratch, { recursive: true, force: true });
   // V8 writes its map for perf to /tmp whatever TMPDIR says.
   for (const pid of seen) fs.rmSync(`/tmp/perf-${pid}.map`, { force: true });
+  // Node 24's --perf-basic-prof also has V8 write an isolate-<address>-<pid>-v8.log into each
+  // process's working directory, the repository's root (V8's --logfile is not allowed in
+  // NODE_OPTIONS); those this run's processes wrote go too.
+  for (const entry of fs.readdirSync(repoRoot)) {
+    if (!/^isolate-0x[0-9a-f]+-\d+-v8\.log$/.test(entry)) continue;
+    const file = path.join(repoRoot, entry);
+    if ((fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0) >= startedMs)
+      fs.rmSync(file, { force: true });
+  }
 }
