@@ -252,6 +252,36 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
   };
 }
 
+/** The witnessed routes of each partner app (`GET` and their path), for the tests to enumerate. */
+const witnessed = new WeakMap<FastifyInstance, string[]>();
+
+/** The paths of the routes a partner app serves with `witnessesCredentials`. */
+export function witnessedRoutes(app: FastifyInstance): readonly string[] {
+  return witnessed.get(app) ?? [];
+}
+
+/**
+ * Refuses, when the app is built, a route whose flags would let a request act before it is
+ * authenticated. A witnessed route's handler runs before the row has confirmed the request
+ * (db/credential-witness.ts), only its answer is withheld: it must change nothing, so it
+ * can only be a GET (its HEAD aside, which is judged by the row first); the tests run every
+ * witnessed route under credentials the row refuses and compare the database before and after. A
+ * route that records the signature in its write is a POST, and is not also witnessed.
+ */
+function checkAuthenticationFlags(app: FastifyInstance, route: RouteOptions): void {
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const config = route.config as { witnessesCredentials?: boolean; recordsSignature?: boolean } | undefined;
+  if (config?.witnessesCredentials === true) {
+    if (!methods.every((m) => m === "GET" || m === "HEAD") || config.recordsSignature === true) {
+      throw new Error(`${methods.join(",")} ${route.url}: only a GET route may witness its credentials`);
+    }
+    if (methods.includes("GET")) witnessed.set(app, [...witnessedRoutes(app), route.url]);
+  }
+  if (config?.recordsSignature === true && !methods.every((m) => m === "POST")) {
+    throw new Error(`${methods.join(",")} ${route.url}: only a POST route may record its signature`);
+  }
+}
+
 export function buildPartnerApp(services: Services, options: PartnerAppOptions): FastifyInstance {
   const app = baseApp(services, {
     ...options,
@@ -267,6 +297,7 @@ export function buildPartnerApp(services: Services, options: PartnerAppOptions):
   // A read authenticated by its own statement answers only once that is settled (db/credential-witness.ts).
   app.addHook("onSend", settleCredentialsHook(services.rateLimiter));
   addInputChecks(app);
+  app.addHook("onRoute", (route) => checkAuthenticationFlags(app, route));
   const add405 = collectRoutesFor405(app);
   // GET /openapi.json and /docs (public); set up before the routes the document describes.
   registerOpenApi(app, eventWebhooksOpenApi());

@@ -5,9 +5,11 @@
 // would have had (200, 404, 422, 429), and a budget the operator changed applies to the next read.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, mock, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
+import ipaddr from "ipaddr.js";
+import { buildPartnerApp, witnessedRoutes } from "../app.ts";
 import { type CredentialWitness, witnessColumn } from "../db/credential-witness.ts";
 import { listOrders } from "../modules/orders/orders-store.ts";
 import { defaultRateLimits } from "../modules/partners/index.ts";
@@ -19,6 +21,7 @@ import {
 } from "../testing/counted-process.ts";
 import { insertClient } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
+import { databaseState } from "../testing/money-state.ts";
 
 describe("reads authenticated by their own statement", () => {
   let ctx: TestContext;
@@ -119,6 +122,103 @@ describe("reads authenticated by their own statement", () => {
     assert.equal(statements.count, 2);
     // A route that does not witness reads the credentials first, as before.
     assert.equal(await perRequest("/v1/partner/clients/client-1/"), 2);
+  });
+
+  test("a process parses a partner's allow-list once, not at every read", async () => {
+    const { partner, orderId, ref } = await partnerWithOrder("parsed-once");
+    let res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/ips`, {
+      allowed_ips: ["127.0.0.0/8", "::1/128", "192.0.2.7"],
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const parses = [mock.method(ipaddr, "parse"), mock.method(ipaddr, "parseCIDR")];
+    const parsed = () => parses.reduce((n, m) => n + m.mock.callCount(), 0);
+    try {
+      assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 200);
+      assert.ok(parsed() >= 3, `the list's three entries parsed when first read (${parsed()} calls)`);
+      for (const m of parses) m.mock.resetCalls();
+      for (let round = 0; round < 2; round++) {
+        for (const [url, status] of witnessedReads(orderId, ref)) {
+          assert.equal((await get(second, partner, url)).statusCode, status, url);
+        }
+      }
+      assert.equal(parsed(), 0, "a read the kept credentials accept parses no address");
+      // A new list is parsed, and judged, at the next read.
+      res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/ips`, {
+        allowed_ips: ["192.0.2.7"],
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 401);
+      assert.ok(parsed() >= 1, "the new list parsed");
+    } finally {
+      for (const m of parses) m.mock.restore();
+    }
+  });
+
+  test("a witnessed read changes nothing, accepted or refused by the row after its handler ran", async () => {
+    const { partner, orderId, ref } = await partnerWithOrder("changes-nothing");
+    const reads = witnessedReads(orderId, ref);
+    // Every route the app serves as witnessed is among the reads this suite makes.
+    const paths = reads.map(([url]) => new URL(url, "http://127.0.0.1").pathname);
+    const routes = witnessedRoutes(second);
+    assert.ok(routes.length >= 7, routes.join(" "));
+    for (const route of routes) {
+      const pattern = new RegExp(`^${route.replaceAll(/:[^/]+/g, "[^/]+")}$`);
+      assert.ok(
+        paths.some((p) => pattern.test(p)),
+        `${route}: witnessed, and not among this suite's reads`,
+      );
+    }
+    const db = ctx.services.database.db;
+    let before = await databaseState(db);
+    for (const [url, status] of reads) {
+      assert.equal((await get(second, partner, url)).statusCode, status, url);
+    }
+    assert.equal(await databaseState(db), before, "accepted reads changed the database");
+    // Each route once more, under a key the row no longer holds but the process still accepts: its
+    // handler runs, and only its answer is withheld.
+    let key = partner.privateKeyPem;
+    for (const [url] of reads) {
+      assert.equal((await get(second, partner, "/v1/partner/asset-pairs", key)).statusCode, 200);
+      const next = generateKeyPair();
+      const res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/key`, {
+        public_key_pem: next.publicKeyPem,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      before = await databaseState(db);
+      assert.equal((await get(second, partner, url, key)).statusCode, 401, url);
+      assert.equal(await databaseState(db), before, `${url}: a refused read changed the database`);
+      key = next.privateKeyPem;
+    }
+  });
+
+  test("a route that could act before its authentication is confirmed is refused when the app is built", async () => {
+    const app = buildPartnerApp(ctx.services, { logger: false });
+    try {
+      const handler = async () => ({});
+      assert.throws(
+        () => app.post("/v1/partner/witnessed-write", { config: { witnessesCredentials: true } }, handler),
+        /only a GET route may witness its credentials/,
+      );
+      assert.throws(
+        () =>
+          app.get(
+            "/v1/partner/both",
+            { config: { witnessesCredentials: true, recordsSignature: true } },
+            handler,
+          ),
+        /only a GET route may witness its credentials/,
+      );
+      assert.throws(
+        () => app.put("/v1/partner/recorded-put", { config: { recordsSignature: true } }, handler),
+        /only a POST route may record its signature/,
+      );
+      // A new witnessed GET is listed, so the test above runs it unless it is among the reads.
+      const added = "/v1/partner/witnessed-read/:id";
+      app.get(added, { config: { witnessesCredentials: true } }, handler);
+      assert.deepEqual(witnessedRoutes(app), [...witnessedRoutes(ctx.app), added]);
+    } finally {
+      await app.close();
+    }
   });
 
   test("every witnessed read answers as it did, with its budget's fields, in every process", async () => {

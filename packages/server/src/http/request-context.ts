@@ -39,7 +39,9 @@ declare module "fastify" {
      * a request the process's kept credentials accept is authenticated by that statement instead
      * of one of its own (db/credential-witness.ts). The route must hand `credentialWitness(request)`
      * to the statement; when it cannot (an answer before it, a statement that returns no row), the
-     * answer is held until the credentials are read.
+     * answer is held until the credentials are read. Its handler runs before the row confirms the
+     * request, so it must change nothing: only a GET may be witnessed (app.ts refuses any other
+     * when the app is built), and credential-witness.test.ts checks the database after each.
      */
     witnessesCredentials?: boolean;
     /**

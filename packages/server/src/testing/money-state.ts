@@ -18,3 +18,22 @@ export async function moneyState(db: Db): Promise<MoneyState> {
   const r = rows[0]!;
   return { orders: Number(r.orders), postings: Number(r.postings), accounts: r.accounts ?? "" };
 }
+
+/**
+ * Every row of every table of the service's schema, as one digest per table: what a request that
+ * must change nothing is compared by, before and after.
+ */
+export async function databaseState(db: Db): Promise<string> {
+  const tables = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
+  `.execute(db);
+  const digests: string[] = [];
+  for (const { name } of tables.rows) {
+    const { rows } = await sql<{ digest: string | null }>`
+      SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM ${sql.table(name)} t
+    `.execute(db);
+    digests.push(`${name}: ${rows[0]?.digest ?? "empty"}`);
+  }
+  return digests.join("\n");
+}

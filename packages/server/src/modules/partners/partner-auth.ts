@@ -350,6 +350,10 @@ export class PartnerAuthenticator {
       this.#credentials.delete(id);
       return;
     }
+    // A row read again as it was (every witnessed read sees it) leaves the kept object in place,
+    // and with it what was derived from it: the allow-list's parsed ranges, kept by the list.
+    const kept = this.#credentials.get(id);
+    if (kept !== undefined && sameCredentials(kept, partner) && sameBudgets(kept, partner)) return;
     if (this.#credentials.size >= 10_000) this.#credentials.clear();
     this.#credentials.set(id, partner);
   }
