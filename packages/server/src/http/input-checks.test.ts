@@ -6,10 +6,46 @@ import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { signRequest } from "@counterpart/protocol";
+import fc from "fast-check";
 import { clientsState, insertClient } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../testing/harness.ts";
 import { type MoneyState, moneyState } from "../testing/money-state.ts";
 import { rawRequest } from "../testing/raw-http.ts";
+import { percentDecoded } from "./input-checks.ts";
+
+test("a percent-encoded piece decodes to what was encoded, and nothing else does", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "grapheme", maxLength: 40 }), (text) => {
+      assert.equal(percentDecoded(encodeURIComponent(text)), text);
+    }),
+    { numRuns: 500 },
+  );
+  const visibleAscii = fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c));
+  fc.assert(
+    fc.property(fc.string({ unit: visibleAscii, maxLength: 40 }), (text) => {
+      // Visible ASCII stands for itself; with every `%` escaped, it decodes back to itself.
+      if (!text.includes("%")) assert.equal(percentDecoded(text), text);
+      assert.equal(percentDecoded(text.replaceAll("%", "%25")), text);
+    }),
+    { numRuns: 500 },
+  );
+  for (const refused of [
+    "a b",
+    "caf\u00e9",
+    "%",
+    "%4",
+    "%zz",
+    "%FF",
+    "%C3",
+    "%ED%A0%80",
+    "tab\there",
+    "\u007f",
+  ]) {
+    assert.equal(percentDecoded(refused), null, JSON.stringify(refused));
+  }
+  assert.equal(percentDecoded("caf%C3%A9"), "caf\u00e9");
+  assert.equal(percentDecoded(""), "");
+});
 
 const intParsing = "Input should be a valid integer, unable to parse string as an integer";
 
