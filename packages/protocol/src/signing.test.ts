@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+} from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -114,6 +120,8 @@ describe("bodyHash", () => {
     assert.equal(bodyHash(undefined), EMPTY_SHA256);
     assert.equal(bodyHash(""), EMPTY_SHA256);
     assert.equal(bodyHash(new Uint8Array(0)), EMPTY_SHA256);
+    // The constant an empty body is answered with is the hash of no bytes.
+    assert.equal(EMPTY_SHA256, createHash("sha256").digest("hex"));
   });
 
   test("known vector, lowercase hex", () => {

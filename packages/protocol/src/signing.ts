@@ -111,12 +111,17 @@ export function canonicalPath(rawTarget: string): string | null {
   return `${path}?${keyed.map((k) => k.piece).join("&")}`;
 }
 
+/** SHA-256 of zero bytes, in lowercase hex (FIPS 180-4's test vector for the empty message). */
+const EMPTY_BODY_HASH = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 /**
  * Lowercase hex SHA-256 of the body bytes exactly as sent. A string is
  * UTF-8 encoded first; no body hashes as the empty string, so a request
  * without a body still has a fixed-width BODY_HASH.
  */
 export function bodyHash(body: Uint8Array | string | undefined): string {
+  // Every GET's: the hash of no bytes, known without hashing.
+  if (body === undefined || body.length === 0) return EMPTY_BODY_HASH;
   const hash = createHash("sha256");
   if (typeof body === "string") hash.update(body, "utf8");
   else if (body !== undefined) hash.update(body);
