@@ -15,13 +15,18 @@
 //   the order's client key   orders' foreign key to clients dropped
 //   the CHECK constraints    every CHECK of orders, accounts, postings, events, order_counts dropped
 //   the 0017 indexes         the back office's five indexes on orders dropped
+//   separate CHECKs          each of those tables' CHECKs replaced by one CHECK, the same
+//                            conditions joined by AND (a CHECK fails when one of them is false,
+//                            as before): what PostgreSQL's per-statement preparation of each CHECK
+//                            costs apart from the conditions themselves
 //
 // Each is put back (and, for a key or a CHECK, validated over the rows written) before the next
 // run. It prints PostgreSQL's CPU per deposit of each run and the difference from the whole path's
 // median: what that part costs, which is what taking it away could at most save. Nothing here is a
 // change to the service; it is where the time goes (issue "Performance", point 3). Then TPC-B on the
 // same database for scale. Environment: BENCH_DATABASE_URL, BENCH_PGBENCH (see deposits.ts),
-// BENCH_CONNECTIONS (replaces the 20 connections), BENCH_ROUNDS (default 2).
+// BENCH_CONNECTIONS (replaces the 20 connections), BENCH_ROUNDS (default 2), BENCH_PARTS (only the
+// parts whose label holds one of these comma-separated words; all by default).
 
 import fs from "node:fs";
 import path from "node:path";
@@ -94,6 +99,32 @@ const constraints = (where: string) => async (db: Db) => {
 
 const hotTables = "('orders', 'accounts', 'postings', 'events', 'order_counts')";
 
+/** Replaces each hot table's CHECKs by one, their conditions joined by AND; puts them back. */
+async function mergeChecks(db: Db): Promise<() => Promise<void>> {
+  const { rows } = await sql<{ t: string; d: string }>`
+    SELECT conrelid::regclass::text AS t, pg_get_constraintdef(oid) AS d FROM pg_constraint
+    WHERE contype = 'c' AND conrelid::regclass::text IN ${sql.raw(hotTables)} ORDER BY 1, conname`.execute(
+    db,
+  );
+  const byTable = new Map<string, string[]>();
+  for (const r of rows) {
+    const m = /^CHECK (\(.*\))$/s.exec(r.d);
+    if (m === null) throw new Error(`a CHECK of ${r.t} reads "${r.d}"`);
+    byTable.set(r.t, [...(byTable.get(r.t) ?? []), m[1]!]);
+  }
+  const putBack = await constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`)(db);
+  for (const [t, conditions] of byTable) {
+    await sql
+      .raw(`ALTER TABLE ${t} ADD CONSTRAINT ${t}_merged_checks CHECK (${conditions.join(" AND ")})`)
+      .execute(db);
+  }
+  return async () => {
+    for (const t of byTable.keys())
+      await sql.raw(`ALTER TABLE ${t} DROP CONSTRAINT ${t}_merged_checks`).execute(db);
+    await putBack();
+  };
+}
+
 const parts: Part[] = [
   { label: "the signature's record", unrecorded: true },
   { label: "the order's event", remove: trigger("orders", "orders_event") },
@@ -114,6 +145,7 @@ const parts: Part[] = [
     label: "the CHECK constraints",
     remove: constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`),
   },
+  { label: "separate CHECKs (each table's merged into one, the same conditions)", remove: mergeChecks },
   {
     label: "the 0017 indexes",
     remove: async (db) => {
@@ -196,9 +228,13 @@ export const depositSql: Scenario = {
 
     const whole: { tps: number; pgUs: number }[] = [];
     const without = new Map<string, { tps: number; pgUs: number }[]>();
+    const only = (process.env.BENCH_PARTS ?? "").split(",").filter((w) => w.trim() !== "");
+    const chosen = parts.filter((p) => only.length === 0 || only.some((w) => p.label.includes(w.trim())));
+    if (chosen.length === 0)
+      throw new Error(`BENCH_PARTS matches no part: ${parts.map((p) => p.label).join("; ")}`);
     for (let round = 0; round < rounds; round++) {
       whole.push(await run("the whole path", true));
-      for (const part of parts) {
+      for (const part of chosen) {
         const putBack = part.remove === undefined ? null : await part.remove(db);
         try {
           const r = await run(`without ${part.label}`, part.unrecorded !== true);
@@ -222,7 +258,7 @@ export const depositSql: Scenario = {
       ],
     ];
     const results: Record<string, unknown> = { whole, parts: {} as Record<string, unknown> };
-    for (const part of parts) {
+    for (const part of chosen) {
       const rs = without.get(part.label) ?? [];
       const saved = wholeUs - median(rs.map((r) => r.pgUs));
       (results.parts as Record<string, unknown>)[part.label] = { runs: rs, pg_cpu_us_saved: saved };
