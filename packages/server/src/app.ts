@@ -252,7 +252,7 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
   };
 }
 
-/** The witnessed routes of each partner app (`GET` and their path), for the tests to enumerate. */
+/** The paths of each partner app's witnessed GET routes, for the tests to enumerate. */
 const witnessed = new WeakMap<FastifyInstance, string[]>();
 
 /** The paths of the routes a partner app serves with `witnessesCredentials`. */
@@ -270,7 +270,7 @@ export function witnessedRoutes(app: FastifyInstance): readonly string[] {
  */
 function checkAuthenticationFlags(app: FastifyInstance, route: RouteOptions): void {
   const methods = Array.isArray(route.method) ? route.method : [route.method];
-  const config = route.config as { witnessesCredentials?: boolean; recordsSignature?: boolean } | undefined;
+  const config = route.config;
   if (config?.witnessesCredentials === true) {
     if (!methods.every((m) => m === "GET" || m === "HEAD") || config.recordsSignature === true) {
       throw new Error(`${methods.join(",")} ${route.url}: only a GET route may witness its credentials`);
