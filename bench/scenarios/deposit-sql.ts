@@ -15,6 +15,7 @@
 //   the order's client key   orders' foreign key to clients dropped
 //   the CHECK constraints    every CHECK of orders, accounts, postings, events, order_counts dropped
 //   the 0017 indexes         the back office's five indexes on orders dropped
+//   the expiry index         used_signatures' index on expires_at (the purge's) dropped
 //   separate CHECKs          each of those tables' CHECKs replaced by one CHECK, the same
 //                            conditions joined by AND (a CHECK fails when one of them is false,
 //                            as before): what PostgreSQL's per-statement preparation of each CHECK
@@ -146,6 +147,18 @@ const parts: Part[] = [
     remove: constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`),
   },
   { label: "separate CHECKs (each table's merged into one, the same conditions)", remove: mergeChecks },
+  {
+    label: "the replay record's expiry index",
+    remove: async (db) => {
+      const { rows } = await sql<{ def: string }>`
+        SELECT indexdef AS def FROM pg_indexes WHERE indexname = 'used_signatures_expires_at'`.execute(db);
+      if (rows.length !== 1) throw new Error("expected the index used_signatures_expires_at");
+      await sql.raw("DROP INDEX used_signatures_expires_at").execute(db);
+      return async () => {
+        await sql.raw(rows[0]!.def).execute(db);
+      };
+    },
+  },
   {
     label: "the 0017 indexes",
     remove: async (db) => {
