@@ -14,12 +14,12 @@
 //   the orders' asset keys   orders' foreign keys to assets (debit, credit, fee) dropped
 //   the order's client key   orders' foreign key to clients dropped
 //   the CHECK constraints    every CHECK of orders, accounts, postings, events, order_counts dropped
-//   the 0017 indexes         the back office's five indexes on orders dropped
-//   the expiry index         used_signatures' index on expires_at (the purge's) dropped
 //   separate CHECKs          each of those tables' CHECKs replaced by one CHECK, the same
 //                            conditions joined by AND (a CHECK fails when one of them is false,
 //                            as before): what PostgreSQL's per-statement preparation of each CHECK
 //                            costs apart from the conditions themselves
+//   the expiry index         used_signatures' index on expires_at (the purge's) dropped
+//   the 0017 indexes         the back office's five indexes on orders dropped
 //
 // Each is put back (and, for a key or a CHECK, validated over the rows written) before the next
 // run. It prints PostgreSQL's CPU per deposit of each run and the difference from the whole path's
