@@ -101,6 +101,30 @@ describe("partner authentication, statement by statement", () => {
     assert.deepEqual(await cost(auth, replayed), { result: "replay", statements: 1 });
   });
 
+  test("the credentials a process keeps are frozen: what it derives from them cannot go stale", async () => {
+    const read: object[] = [];
+    const capturing: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        read.push(...(args.result.rows as object[]));
+        return args.result;
+      },
+    };
+    const auth = new PartnerAuthenticator(ctx.services.database.db.withPlugin(capturing), ctx.clock);
+    const get = () => auth.authenticate(request(ctx.partner.id, ctx.partner.privateKeyPem, "GET"));
+    assert.equal((await get()).ok, true);
+    const kept = read.find((row) => "allowed_ips" in row) as { allowed_ips: string[]; public_keys: string[] };
+    assert.ok(kept !== undefined, "the partner's row was read");
+    assert.ok(
+      Object.isFrozen(kept) && Object.isFrozen(kept.allowed_ips) && Object.isFrozen(kept.public_keys),
+    );
+    assert.throws(() => kept.allowed_ips.push("0.0.0.0/0"), TypeError);
+    assert.throws(() => {
+      kept.public_keys[0] = "another key";
+    }, TypeError);
+    assert.equal((await get()).ok, true);
+  });
+
   test("kept credentials never decide alone: a change in the row is seen by the next request", async () => {
     const p = await ctx.addPartner({ name: "Partner of the counting test" });
     const auth = fresh();

@@ -131,7 +131,7 @@ export class PartnerAuthenticator {
   readonly #keys = new Map<string, KeyObject>();
   /** The credentials last read per partner id; checked against the row by every request. */
   readonly #credentials = new Map<string, PartnerCredentials>();
-  /** Each allow-list's ranges, parsed once per list as kept (a credentials object is never changed). */
+  /** Each allow-list's ranges, parsed once per list as kept (a kept credentials object is frozen). */
   readonly #allowLists = new WeakMap<readonly string[], Cidr[]>();
   /**
    * Each client address as parsed (an IPv4-mapped IPv6 one as its IPv4 address), null for text
@@ -354,6 +354,10 @@ export class PartnerAuthenticator {
     // and with it what was derived from it: the allow-list's parsed ranges, kept by the list.
     const kept = this.#credentials.get(id);
     if (kept !== undefined && sameCredentials(kept, partner) && sameBudgets(kept, partner)) return;
+    // Frozen: what is derived from it is kept by identity, so it must never change in place.
+    Object.freeze(partner.public_keys);
+    Object.freeze(partner.allowed_ips);
+    Object.freeze(partner);
     if (this.#credentials.size >= 10_000) this.#credentials.clear();
     this.#credentials.set(id, partner);
   }
