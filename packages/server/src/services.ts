@@ -118,6 +118,7 @@ export function buildServices(deps: {
   const priceFeed =
     config.priceFeed === "simulated" ? new SimulatedPriceFeed(db, deps.clock, { seed: priceFeedSeed }) : null;
   const orders = new OrdersService(db);
+  const ledgerAdmin = new LedgerAdminService(deps.database);
   const documents = new DocumentsService({
     db,
     clock: deps.clock,
@@ -179,8 +180,8 @@ export function buildServices(deps: {
     webhooks,
     catalogAdmin: new CatalogAdminService(db, deps.clock),
     tradingAdmin: new TradingAdminService(db, deps.clock, priceFeed, config.quoteLifetimeSeconds),
-    ledgerAdmin: new LedgerAdminService(db),
-    records: new RecordsService(db, deps.clock, fileStore),
+    ledgerAdmin,
+    records: new RecordsService(db, deps.clock, fileStore, ledgerAdmin),
     audit: new AuditService(db),
     operators: new OperatorsService(db, deps.clock, deps.random, {
       signInLinks: config.databaseUrl === null,

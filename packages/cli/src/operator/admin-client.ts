@@ -67,6 +67,11 @@ export type PairChanges = PairChangesBody;
 
 /** How long one admin call may take before the CLI gives up. */
 const requestTimeoutMs = 30_000;
+/**
+ * ... and the ledger check, which reads every posting: the service bounds it at 5 minutes
+ * (limits.ledgerCheckMs) and answers 503 past that; this waits for that answer.
+ */
+const ledgerCheckTimeoutMs = 5 * 60_000 + 30_000;
 
 export interface AdminFlags {
   adminUrl?: string | undefined;
@@ -365,7 +370,7 @@ export class AdminClient {
 
   /** Recomputes every balance from its postings; the differences found, if any. */
   async checkLedger(): Promise<LedgerReport> {
-    const answer = await this.#request("GET", "/admin/ledger/check", undefined, null);
+    const answer = await this.#request("GET", "/admin/ledger/check", undefined, null, ledgerCheckTimeoutMs);
     const result = (answer as { result?: { ok?: unknown; differences?: unknown } } | null)?.result;
     if (typeof result?.ok !== "boolean" || !Array.isArray(result.differences)) {
       throw unexpected("GET /admin/ledger/check");
@@ -478,8 +483,9 @@ export class AdminClient {
     urlPath: string,
     body: unknown,
     refusals: Refusals | string | null,
+    timeoutMs = requestTimeoutMs,
   ): Promise<unknown> {
-    return (await this.#call(method, urlPath, body, refusals)).body;
+    return (await this.#call(method, urlPath, body, refusals, timeoutMs)).body;
   }
 
   async #call(
@@ -487,6 +493,7 @@ export class AdminClient {
     urlPath: string,
     body: unknown,
     about: Refusals | string | null,
+    timeoutMs = requestTimeoutMs,
   ): Promise<{ status: number; body: unknown }> {
     const refusals: Refusals =
       typeof about === "string"
@@ -503,11 +510,11 @@ export class AdminClient {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         redirect: "manual",
-        signal: AbortSignal.timeout(requestTimeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       throw new FailureError(
-        `cannot reach the admin API at ${url} (${networkReason(err, requestTimeoutMs)}); is the service running?`,
+        `cannot reach the admin API at ${url} (${networkReason(err, timeoutMs)}); is the service running?`,
       );
     }
     const text = await response.text().catch(() => "");

@@ -216,6 +216,83 @@ test("an advisory lock is held by one session at a time, and a terminated sessio
   await third.release();
 });
 
+test("a read snapshot is one read-only REPEATABLE READ transaction: a write in it is refused and changes nothing", async () => {
+  await sql`CREATE TABLE snapshot_probe (n int)`.execute(database.db);
+  const settings = await database.withReadSnapshot(10_000, (run) =>
+    run(
+      "SELECT current_setting('transaction_isolation') AS isolation, current_setting('transaction_read_only') AS read_only",
+    ),
+  );
+  assert.deepEqual(settings, [{ isolation: "repeatable read", read_only: "on" }]);
+  const err = await database
+    .withReadSnapshot(10_000, (run) => run("INSERT INTO snapshot_probe VALUES (1)"))
+    .then(
+      () => assert.fail("expected the write to be refused"),
+      (e: unknown) => e,
+    );
+  assert.equal((err as { code?: string }).code, "25006", String(err));
+  assert.deepEqual((await sql`SELECT n FROM snapshot_probe`.execute(database.db)).rows, []);
+  // The handle goes on after the refusal (on PostgreSQL, the snapshot's session was closed).
+  assert.deepEqual(await database.withReadSnapshot(10_000, (run) => run("SELECT 2::int8 AS two")), [
+    { two: 2 },
+  ]);
+  await sql`DROP TABLE snapshot_probe`.execute(database.db);
+});
+
+test("on PostgreSQL a read snapshot sees one moment, and its bound covers all its statements instead of databaseStatementMs", async () => {
+  if (database.kind !== "postgres") {
+    // PGlite has one session: nothing commits while the snapshot's transaction is open, and no
+    // statement is cancelled (it runs in this process).
+    assert.equal(database.kind, "pglite");
+    return;
+  }
+  await sql`CREATE TABLE snapshot_moment (n int)`.execute(database.db);
+  const counts = await database.withReadSnapshot(10_000, async (run) => {
+    const before = await run("SELECT count(*)::int8 AS n FROM snapshot_moment");
+    // Committed by another session while the snapshot is open: not seen by it.
+    await sql`INSERT INTO snapshot_moment VALUES (1)`.execute(database.db);
+    const afterInsert = await run("SELECT count(*)::int8 AS n FROM snapshot_moment");
+    return [before, afterInsert];
+  });
+  assert.deepEqual(counts, [[{ n: 0 }], [{ n: 0 }]]);
+  assert.deepEqual((await sql`SELECT count(*)::int8 AS n FROM snapshot_moment`.execute(database.db)).rows, [
+    { n: 1 },
+  ]);
+  await sql`DROP TABLE snapshot_moment`.execute(database.db);
+
+  // A statement longer than a request's bound runs to its end inside a longer snapshot bound.
+  const longMs = limits.databaseStatementMs + 400;
+  let started = Date.now();
+  const slept = await database.withReadSnapshot(limits.databaseStatementMs + 5_000, (run) =>
+    run(`SELECT 1::int8 AS slept FROM pg_sleep(${longMs / 1000})`),
+  );
+  assert.deepEqual(slept, [{ slept: 1 }]);
+  assert.ok(Date.now() - started >= longMs - 50, `${Date.now() - started} ms`);
+
+  // Two statements of 400 ms under a bound of 600 ms: the second is cancelled when the bound is
+  // spent, a 503 like any statement past its bound, and the pool goes on.
+  started = Date.now();
+  const ran: number[] = [];
+  const err = await database
+    .withReadSnapshot(600, async (run) => {
+      for (let i = 0; i < 2; i++) {
+        await run("SELECT pg_sleep(0.4)");
+        ran.push(i);
+      }
+    })
+    .then(
+      () => assert.fail("expected the snapshot's bound to cut the second statement"),
+      (e: unknown) => e,
+    );
+  const tookMs = Date.now() - started;
+  assert.ok(err instanceof DatabaseUnavailableError, String(err));
+  assert.deepEqual(ran, [0]);
+  assert.ok(tookMs >= 550 && tookMs < 2_000, `${tookMs} ms`);
+  assert.deepEqual((await sql<{ one: number }>`SELECT 1::int8 AS one`.execute(database.db)).rows, [
+    { one: 1 },
+  ]);
+});
+
 // Last in this file: it closes the file's handle (and after() closes it once more).
 test("a handle closed twice, or twice at once, closes once and throws nothing", async () => {
   await sql`SELECT 1`.execute(database.db);

@@ -5,7 +5,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { limits } from "../config/limits.ts";
 import type { Database } from "./schema.ts";
@@ -21,6 +21,15 @@ export interface DatabaseHandle {
   readonly kind: "pglite" | "postgres";
   /** One session for SQL scripts such as migrations; nothing else uses it meanwhile. */
   withScriptSession<T>(work: (run: ScriptRunner) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one read-only snapshot (REPEATABLE READ) whose statements, together, are
+   * bounded by `boundMs` instead of each by `databaseStatementMs`: for a read that must see
+   * everything at once and may take longer than a request's statement (the ledger check). On
+   * PostgreSQL it has a connection of the pool to itself; past the bound it throws
+   * DatabaseUnavailableError, as a statement past its own does. On PGlite it is a transaction
+   * like any other, unbounded (PGlite runs one statement at a time, in this process).
+   */
+  withReadSnapshot<T>(boundMs: number, work: (run: ScriptRunner) => Promise<T>): Promise<T>;
   /**
    * Tries, once, to take the session-level advisory lock `key` on a connection of its own, held
    * out of the pool for as long as the lock is: null when another session holds it. On PGlite
@@ -231,6 +240,40 @@ async function openPostgres(
         client.release(true);
       }
     },
+    withReadSnapshot: async (boundMs, work) => {
+      if (!Number.isSafeInteger(boundMs) || boundMs <= 0) throw new Error("bad snapshot bound");
+      const deadline = performance.now() + boundMs;
+      const client = await pool.connect();
+      let failed = false;
+      try {
+        const send = async (text: string, waitMs: number) => {
+          // query_timeout per query is read by pg's client but missing from its types.
+          const config = { text, query_timeout: waitMs };
+          const result = (await client.query(config as pg.QueryConfig)) as unknown as pg.QueryResult;
+          return result.rows as Record<string, unknown>[];
+        };
+        await send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", limits.databaseReadMs);
+        // Each statement gets what is left of the bound: the server cancels it then, and the
+        // client, a second later, gives up on a server that cannot answer at all.
+        const run = async (text: string) => {
+          const leftMs = Math.ceil(deadline - performance.now());
+          if (leftMs <= 0) {
+            throw new DatabaseUnavailableError(new Error(`read snapshot past its ${boundMs} ms`));
+          }
+          await send(`SET LOCAL statement_timeout = ${leftMs}`, limits.databaseReadMs);
+          return send(text, leftMs + 1_000);
+        };
+        const result = await work(run);
+        await send("COMMIT", limits.databaseReadMs);
+        return result;
+      } catch (err) {
+        failed = true;
+        throw err;
+      } finally {
+        // A failed snapshot's session is closed, not pooled: its transaction may still be open.
+        client.release(failed);
+      }
+    },
     tryAdvisoryLock: (key) => tryPostgresLock(lockPool, key),
     close: once(async () => {
       try {
@@ -327,6 +370,16 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
           const results = await client.exec(text);
           return (results.at(-1)?.rows ?? []) as Record<string, unknown>[];
         }),
+      withReadSnapshot: (_boundMs, work) =>
+        db
+          .transaction()
+          .setIsolationLevel("repeatable read")
+          .execute(async (trx) => {
+            // The PGlite dialect drops Kysely's access mode: set here, before the transaction's
+            // first query.
+            await sql`SET TRANSACTION READ ONLY`.execute(trx);
+            return work(async (text) => (await sql.raw<Record<string, unknown>>(text).execute(trx)).rows);
+          }),
       tryAdvisoryLock: async () => ({ lost: new Promise<void>(() => {}), release: async () => {} }),
       close: once(async () => {
         try {

@@ -47,6 +47,7 @@ export async function startCountedProcess(
     db: plugins.reduce((db, plugin) => db.withPlugin(plugin), shared.db.withPlugin(statements)),
     kind: shared.kind,
     withScriptSession: (work) => shared.withScriptSession(work),
+    withReadSnapshot: (boundMs, work) => shared.withReadSnapshot(boundMs, work),
     tryAdvisoryLock: (key) => shared.tryAdvisoryLock(key),
     close: async () => {},
   };

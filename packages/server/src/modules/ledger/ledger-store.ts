@@ -4,7 +4,7 @@
 
 import { type RawBuilder, sql } from "kysely";
 import { type CredentialWitness, witnessColumn } from "../../db/credential-witness.ts";
-import { type Db, preparedMarker } from "../../db/database.ts";
+import { type DatabaseHandle, type Db, preparedMarker, type ScriptRunner } from "../../db/database.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { Tx } from "../../db/transaction.ts";
 import type { LedgerDifference } from "./ledger-views.ts";
@@ -106,13 +106,49 @@ export async function balanceSheet(
   return { clientId: first.client_id, lines };
 }
 
+/** The ledger check's statements: static text, so that any session can run them (ScriptRunner). */
+const ledgerCheckText = {
+  accounts: `
+    SELECT a.id, a.kind, a.partner_id, a.client_id, a.asset_id, a.slot, a.balance::text AS balance,
+           coalesce(sum(p.amount), 0)::numeric(38, 8)::text AS posted
+    FROM accounts a LEFT JOIN postings p ON p.account_id = a.id
+    GROUP BY a.id
+    HAVING a.balance <> coalesce(sum(p.amount), 0)
+    ORDER BY a.id`,
+  orders: `
+    SELECT order_id, asset_id, sum(amount)::text AS total FROM postings
+    GROUP BY order_id, asset_id HAVING sum(amount) <> 0 ORDER BY order_id`,
+  assets: `
+    SELECT asset_id, sum(balance)::text AS total FROM accounts GROUP BY asset_id HAVING sum(balance) <> 0
+    ORDER BY asset_id`,
+};
+
 /**
  * Recomputes every account's balance from its postings, and checks that each order and each asset
- * as a whole sums to zero. An empty list means the ledger is consistent.
+ * as a whole sums to zero. An empty list means the ledger is consistent. Each of its three
+ * statements reads a snapshot of its own; the operator's check runs them in one
+ * (checkLedgerInSnapshot).
  */
-export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
+export function checkLedger(db: Db | Tx): Promise<LedgerDifference[]> {
+  return checkLedgerWith(async (text) => (await sql.raw<Record<string, unknown>>(text).execute(db)).rows);
+}
+
+/**
+ * The ledger check as the operator runs it (`GET /admin/ledger/check`, the console's Ledger page):
+ * its three statements in one read-only snapshot, so that a write committed meanwhile is seen by
+ * all or none of them, each bounded by `boundMs` (limits.ledgerCheckMs) rather than by a request's
+ * statement bound: it reads every posting.
+ */
+export function checkLedgerInSnapshot(
+  database: DatabaseHandle,
+  boundMs: number,
+): Promise<LedgerDifference[]> {
+  return database.withReadSnapshot(boundMs, checkLedgerWith);
+}
+
+async function checkLedgerWith(run: ScriptRunner): Promise<LedgerDifference[]> {
   const differences: LedgerDifference[] = [];
-  const accounts = await sql<{
+  const accounts = (await run(ledgerCheckText.accounts)) as {
     id: number;
     kind: string;
     partner_id: string;
@@ -121,15 +157,8 @@ export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
     slot: number;
     balance: string;
     posted: string;
-  }>`
-    SELECT a.id, a.kind, a.partner_id, a.client_id, a.asset_id, a.slot, a.balance::text AS balance,
-           coalesce(sum(p.amount), 0)::numeric(38, 8)::text AS posted
-    FROM accounts a LEFT JOIN postings p ON p.account_id = a.id
-    GROUP BY a.id
-    HAVING a.balance <> coalesce(sum(p.amount), 0)
-    ORDER BY a.id
-  `.execute(db);
-  for (const a of accounts.rows) {
+  }[];
+  for (const a of accounts) {
     differences.push({
       kind: "account_balance",
       account_id: a.id,
@@ -139,11 +168,12 @@ export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
       from_postings: a.posted,
     });
   }
-  const orders = await sql<{ order_id: number; asset_id: string; total: string }>`
-    SELECT order_id, asset_id, sum(amount)::text AS total FROM postings
-    GROUP BY order_id, asset_id HAVING sum(amount) <> 0 ORDER BY order_id
-  `.execute(db);
-  for (const o of orders.rows) {
+  const orders = (await run(ledgerCheckText.orders)) as {
+    order_id: number;
+    asset_id: string;
+    total: string;
+  }[];
+  for (const o of orders) {
     differences.push({
       kind: "order_unbalanced",
       order_id: o.order_id,
@@ -151,10 +181,8 @@ export async function checkLedger(db: Db): Promise<LedgerDifference[]> {
       from_postings: o.total,
     });
   }
-  const assets = await sql<{ asset_id: string; total: string }>`
-    SELECT asset_id, sum(balance)::text AS total FROM accounts GROUP BY asset_id HAVING sum(balance) <> 0
-  `.execute(db);
-  for (const a of assets.rows) {
+  const assets = (await run(ledgerCheckText.assets)) as { asset_id: string; total: string }[];
+  for (const a of assets) {
     differences.push({ kind: "asset_unbalanced", asset_id: a.asset_id, recorded: a.total });
   }
   return differences;

@@ -10,7 +10,7 @@ import { inTransaction } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import type { FileStore } from "../../platform/file-store.ts";
 import { type AuditNote, recordAudit } from "../audit/index.ts";
-import { checkLedger, type LedgerDifference } from "../ledger/index.ts";
+import type { LedgerAdminService, LedgerDifference } from "../ledger/index.ts";
 import {
   assetTotals,
   type Cursor,
@@ -52,11 +52,13 @@ export class RecordsService {
   readonly #db: Db;
   readonly #clock: Clock;
   readonly #files: FileStore;
+  readonly #ledger: LedgerAdminService;
 
-  constructor(db: Db, clock: Clock, files: FileStore) {
+  constructor(db: Db, clock: Clock, files: FileStore, ledger: LedgerAdminService) {
     this.#db = db;
     this.#clock = clock;
     this.#files = files;
+    this.#ledger = ledger;
   }
 
   /** A page of orders matching `f`, newest first, after `after`. */
@@ -79,10 +81,10 @@ export class RecordsService {
     return { house: house.map(houseAccountRecord), totals: totals.map(assetTotalRecord) };
   }
 
-  /** The full ledger check (every posting is read): its differences and how long it took. */
+  /** The full ledger check (LedgerAdminService.check): its differences and how long it took. */
   async checkLedger(): Promise<{ differences: LedgerDifference[]; ms: number }> {
     const start = performance.now();
-    const differences = await checkLedger(this.#db);
+    const differences = await this.#ledger.check();
     return { differences, ms: Math.round(performance.now() - start) };
   }
 
