@@ -1,10 +1,12 @@
 // Test data: a valid client payload as a partner would send it, and a client row inserted
 // directly (for tests of other modules that only need a client to exist in some state).
 
+import assert from "node:assert/strict";
 import zlib from "node:zlib";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
+import type { TestContext } from "./harness.ts";
 
 /** A valid POST /v1/partner/clients body; `n` makes the unique fields unique. */
 export function clientPayload(n: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -115,6 +117,30 @@ export function multipartBody(
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/**
+ * Uploads a document of one file (its front) for the partner's client, as the partner does; fails
+ * the test unless it is accepted (201), and gives the document's id.
+ */
+export async function uploadDocument(
+  ctx: Pick<TestContext, "signed">,
+  partnerClientId: string,
+  type: string,
+  front: { filename: string; contentType: string; data: Uint8Array },
+): Promise<number> {
+  const { body, contentType } = multipartBody([
+    { name: "type", data: type },
+    { name: "front_file", ...front },
+  ]);
+  const res = await ctx.signed({
+    method: "POST",
+    url: `/v1/partner/clients/${encodeURIComponent(partnerClientId)}/documents`,
+    body,
+    headers: { "content-type": contentType },
+  });
+  assert.equal(res.statusCode, 201, res.body);
+  return res.json().result.id;
 }
 
 export type SampleFormat = "jpeg" | "png" | "heic" | "heif" | "pdf";

@@ -1,7 +1,7 @@
 // The console's record pages in headless Chromium (Debian's chromium driven by playwright-core):
 // an operator looks an order up by its filters and opens it to see its postings, runs the ledger
-// check, sees a client's balances, orders and documents (the image shown in the page), and
-// filters the audit trail down to that document's reading. With CONSOLE_SCREENSHOTS=DIR the pages
+// check, sees a client's balances, orders and documents (the image shown in the page; a PDF in a
+// frame), and filters the audit trail down to that document's reading. With CONSOLE_SCREENSHOTS=DIR the pages
 // are saved there as PNG (docs/console/), with the values that change from run to run (the
 // partner's id, the orders' times) written over by fixed ones first, so the pictures are the same
 // on every run.
@@ -13,7 +13,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Page } from "playwright-core";
 import { type ConsoleBrowser, openConsoleBrowser } from "../../testing/console-browser.ts";
-import { insertClient, multipartBody, sampleFile } from "../../testing/fixtures.ts";
+import { insertClient, sampleFile, uploadDocument } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 
 const screenshots = process.env.CONSOLE_SCREENSHOTS ?? null;
@@ -66,17 +66,11 @@ describe("the console's record pages in a browser", () => {
     for (const amount of ["100", "250", "40"]) await fund("deposits", "client-1", amount);
     withdrawal = await fund("withdrawals", "client-1", "35.5");
     await fund("deposits", "client-2", "75");
-    const { body, contentType } = multipartBody([
-      { name: "type", data: "government_id" },
-      { name: "front_file", filename: "f.png", contentType: "image/png", data: sampleFile("png", 500) },
-    ]);
-    const up = await ctx.signed({
-      method: "POST",
-      url: "/v1/partner/clients/client-1/documents",
-      body,
-      headers: { "content-type": contentType },
+    await uploadDocument(ctx, "client-1", "government_id", {
+      filename: "f.png",
+      contentType: "image/png",
+      data: sampleFile("png", 500),
     });
-    assert.equal(up.statusCode, 201, up.body);
     consoleBrowser = await openConsoleBrowser(ctx, [["officer@broker.example", "compliance"]]);
     base = consoleBrowser.base;
     page = await consoleBrowser.signIn("officer@broker.example");
@@ -143,5 +137,48 @@ describe("the console's record pages in a browser", () => {
     assert.equal(await rows.count(), 1);
     assert.match(await rows.first().innerText(), /officer@broker\.example\s+document\.read\s+client:/);
     await shot("audit.png");
+  });
+
+  // Last: reading the document adds to the audit trail the test above counts.
+  test("a client's PDF document is shown in a frame of the console's own origin, not refused", async () => {
+    const documentId = await uploadDocument(ctx, "client-2", "bank_statement", {
+      filename: "s.pdf",
+      contentType: "application/pdf",
+      data: sampleFile("pdf", 600),
+    });
+    const fileUrl = `${base}/console/documents/${documentId}/front`;
+    // What the browser says when a policy refuses a frame (X-Frame-Options, frame-ancestors,
+    // frame-src) or the frame's content: none of it may appear.
+    const refusals: string[] = [];
+    const onConsole = (m: { text(): string }) => {
+      if (/refused|content security policy|blocked/i.test(m.text())) refusals.push(m.text());
+    };
+    page.on("console", onConsole);
+    try {
+      const loaded = page.waitForResponse((r) => r.url() === fileUrl, { timeout: 10_000 });
+      await page.goto(`${base}/console/clients/${ctx.partner.id}/client-2`);
+      const frame = page.locator(`iframe[title="front of document ${documentId}"]`);
+      await frame.scrollIntoViewIfNeeded();
+      const response = await loaded;
+      assert.equal(response.status(), 200);
+      const headers = await response.allHeaders();
+      assert.equal(headers["content-type"], "application/pdf");
+      assert.equal(headers["x-content-type-options"], "nosniff");
+      assert.equal(headers["x-frame-options"], "SAMEORIGIN");
+      assert.match(headers["content-security-policy"] ?? "", /^sandbox;/);
+      // Taken by Chromium's PDF viewer: what the frame holds is the viewer's own page, which
+      // embeds the file as application/pdf (a refused or unreadable file would show an error page).
+      assert.match((await response.body()).toString("latin1"), /type="application\/pdf"/);
+      // The frame went to the file itself, not to an error page of the browser's.
+      const framed = page.frames().find((f) => f.url() === fileUrl);
+      assert.ok(framed, `no frame at ${fileUrl}: ${page.frames().map((f) => f.url())}`);
+      assert.equal(
+        await page.getByRole("link", { name: `Open the front of document ${documentId}` }).count(),
+        1,
+      );
+      assert.deepEqual(refusals, []);
+    } finally {
+      page.off("console", onConsole);
+    }
   });
 });

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { insertClient, multipartBody, sampleFile } from "../../testing/fixtures.ts";
+import { insertClient, sampleFile, uploadDocument } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
 
 const password = "correct horse battery staple";
@@ -50,18 +50,11 @@ describe("the console's record pages", () => {
     for (let i = 0; i < 50; i++) deposits.push(await fund("deposits", "client-1", "10"));
     withdrawal = await fund("withdrawals", "client-1", "3.5");
     otherDeposit = await fund("deposits", "client-2", "7");
-    const { body, contentType } = multipartBody([
-      { name: "type", data: "government_id" },
-      { name: "front_file", filename: "f.png", contentType: "image/png", data: png },
-    ]);
-    const up = await ctx.signed({
-      method: "POST",
-      url: "/v1/partner/clients/client-1/documents",
-      body,
-      headers: { "content-type": contentType },
+    documentId = await uploadDocument(ctx, "client-1", "government_id", {
+      filename: "f.png",
+      contentType: "image/png",
+      data: png,
     });
-    assert.equal(up.statusCode, 201, up.body);
-    documentId = up.json().result.id;
     const op = await ctx.adminRequest("POST", "/admin/operators", {
       email: "reader@broker.example",
       role: "viewer",
