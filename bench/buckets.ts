@@ -3,6 +3,8 @@
 // library's). Shared by `npm run bench:profile` (V8's profiler) and `npm run bench:perf` (Linux perf).
 
 export const httpBucket = "HTTP serving (Fastify, Node's http, sockets)";
+/** PostgreSQL compiled to WebAssembly, run by PGlite inside the sandbox's process. */
+export const wasmBucket = "PostgreSQL in WebAssembly (PGlite)";
 
 export const buckets: { name: string; test: (url: string, fn: string) => boolean }[] = [
   {
@@ -24,6 +26,13 @@ export const buckets: { name: string; test: (url: string, fn: string) => boolean
     name: "serialisation (fast-json-stringify, JSON)",
     test: (u, f) =>
       /node_modules\/fast-json-stringify|-views\.ts/.test(u) || f === "anonymous" || f === "main",
+  },
+  {
+    // The sandbox's database in this process: PGlite's JavaScript (the protocol's messages, the
+    // rows, the calls into its WebAssembly module and its file system), and Kysely's dialect for
+    // it. PostgreSQL's own code, in WebAssembly, is told apart by bench:perf (wasmBucket).
+    name: "PGlite's JavaScript",
+    test: (u) => /node_modules\/(@electric-sql\/pglite|kysely-pglite-dialect)\//.test(u),
   },
   {
     name: "SQL client (pg, Kysely, db/)",

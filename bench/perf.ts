@@ -1,5 +1,6 @@
-// `npm run bench:perf`: where the CPU of Counterpart's API processes and of the reference's goes,
-// side by side, per request, counted by Linux `perf` from the kernel's own on-CPU samples.
+// `npm run bench:perf`: where the CPU of Counterpart's API processes and of the reference's (or,
+// for the sandbox, the bare route's) goes, side by side, per request, counted by Linux `perf` from
+// the kernel's own on-CPU samples.
 //
 // Why not V8's profiler alone (`npm run bench:profile`): it samples a thread at intervals of wall
 // time, so a thread that is runnable but not running (preempted on the way out of a system call,
@@ -11,10 +12,11 @@
 // so that samples carry their files, every Node process with --perf-basic-prof so that perf can name
 // JavaScript functions), and in each measured run whose label starts with PERF_MATCH it records
 // the side's process tree (`perf record -g -e cpu-clock -p …`) for PERF_SECONDS seconds, starting
-// a second into the run. The requests of the window are the run's mean rate × the window (from
+// a second into the measured run. The requests of the window are the run's mean rate × the window (from
 // bench/results/latest-<scenario>.json). Each sample is put in a bucket:
 //   - "Ed25519 verification": under node:crypto's verifyOneShot;
 //   - "GC": V8's collectors (scavenges, marking, sweeping), whichever thread ran them;
+//   - "PostgreSQL in WebAssembly (PGlite)": code of a WebAssembly module (the sandbox's database);
 //   - else the bucket of its nearest JavaScript frame's file (bench/buckets.ts, the same buckets as
 //     bench:profile), a frame of Node's own deferring to its nearest caller in our code or a
 //     library's;
@@ -23,10 +25,12 @@
 // It prints µs per request per bucket for both sides, with the part spent in the kernel, and the
 // functions (nearest JavaScript frame) that cost each side most.
 //
-// Environment: PERF_SCENARIO (deposits, reads or trading; default deposits), PERF_MATCH (a label
-// prefix; default the scenario's first path: "deposits", "asset-pairs", "quote", a trading run's
-// "quote → execute pairs", whose figures are per pair), PERF_SECONDS
-// (default 8, at most the runs' BENCH_DURATION_S less 2), PERF_TOP (functions listed, default 15).
+// Environment: PERF_SCENARIO (deposits, reads, trading, or foundation: the PGlite sandbox's signed
+// asset-pairs against the bare route, the same answer with no signature and no SQL; default
+// deposits), PERF_MATCH (a label prefix; default the scenario's first path: "deposits",
+// "asset-pairs", "quote", a trading run's "quote → execute pairs", whose figures are per pair),
+// PERF_SECONDS (default 8, at most the runs' BENCH_DURATION_S less 2), PERF_TOP (functions listed,
+// default 15).
 // Needs `perf` on PATH and the right to record other processes (root, or
 // kernel.perf_event_paranoid ≤ 0). Figures from perf's symbol maps are approximate: V8 reuses
 // addresses of code it frees, and a map names the last function compiled at an address.
@@ -36,11 +40,16 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
-import { bucketOfFile, httpBucket } from "./buckets.ts";
+import { bucketOfFile, httpBucket, wasmBucket } from "./buckets.ts";
 import { fixed, printTable, repoRoot, resultsDir, sleep } from "./lib.ts";
 import { intFromEnv, processTable, processTree } from "./proc.ts";
 
-const defaults: Record<string, string> = { deposits: "deposits", reads: "asset-pairs", trading: "quote" };
+const defaults: Record<string, string> = {
+  deposits: "deposits",
+  reads: "asset-pairs",
+  trading: "quote",
+  foundation: "asset-pairs",
+};
 const scenario = process.env.PERF_SCENARIO || "deposits";
 /** What one operation of the scenario is (the JSON's "per_request" figures are per one of them). */
 const unit = scenario === "trading" ? "pair (a quote and its execute)" : "request";
@@ -53,13 +62,20 @@ const seconds = intFromEnv("PERF_SECONDS", 8, 2, 60);
 const top = intFromEnv("PERF_TOP", 15, 0, 100);
 const hz = 997;
 
-/** The two sides of a compared run, told apart by the process the bench started for each. */
+/** The sides of a compared run, told apart by the process the bench started for each. */
 const sides = {
   Counterpart: (title: string) =>
     /packages\/cli\/src\/main\.ts serve|packages\/server\/dist\/server\.js/.test(title),
   reference: (title: string) => /bench\/reference-server\.ts/.test(title),
+  "bare route": (title: string) => /bench\/bare-server\.ts/.test(title),
 } as const;
 type SideName = keyof typeof sides;
+/**
+ * What Counterpart is compared with: the reference, or in `foundation` (the PGlite sandbox) the
+ * bare route, the same answer with no signature and no SQL.
+ */
+const other: SideName = scenario === "foundation" ? "bare route" : "reference";
+const compared = ["Counterpart", other] as const;
 
 interface Window {
   label: string;
@@ -101,7 +117,7 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const started = new RegExp(
-    `^bench: (${match}[^:]*) \\((Counterpart|reference)\\): warm-up 0 s, then (\\d+) s`,
+    `^bench: (${match}[^:]*) \\((${compared.join("|")})\\): warm-up (\\d+) s, then (\\d+) s`,
   );
   const windows: Window[] = [];
   seen.add(child.pid ?? 0);
@@ -113,7 +129,7 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
     process.stdout.write(`${line}\n`);
     const m = started.exec(line);
     if (m === null) return;
-    const [, label, side, runS] = m as unknown as [string, string, SideName, string];
+    const [, label, side, warmS, runS] = m as unknown as [string, string, SideName, string, string];
     if (Number(runS) < seconds + 2) {
       process.stdout.write(
         `bench:perf: ${label} runs ${runS} s, too short for a ${seconds} s window after 1 s\n`,
@@ -122,7 +138,8 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
     }
     recordings.push(
       (async () => {
-        await sleep(1_000);
+        // A second into the measured run, after its warm-up (0 s but in `foundation`).
+        await sleep((Number(warmS) + 1) * 1_000);
         const roots = processTable().filter((p) => p.ppid === child.pid && sides[side](p.title));
         const pids = roots.flatMap((r) => processTree(r.pid));
         for (const pid of processTree(child.pid ?? 0)) seen.add(pid);
@@ -245,6 +262,8 @@ async function samplesOf(file: string): Promise<Frame[][]> {
 const gcFrame =
   /Scavenger|MarkCompact|ConcurrentMarking|MarkingVisitor|MinorMark|Sweeper|Heap::CollectGarbage|Evacuat/;
 
+const wasmFrame = /^JS:\S+-\d+-(liftoff|turbofan)$/;
+
 /** A JavaScript frame of perf's map: "JS:*name file:line:col" (the marker says how it was compiled). */
 function jsFrame(sym: string): { fn: string; url: string } | null {
   const m = /^JS:[*~^+]?(\S*) (.*?)(?::\d+:\d+)?$/.exec(sym);
@@ -257,6 +276,8 @@ function classify(frames: Frame[]): { bucket: string; fn: string } {
   if (frames.slice(0, 16).some((f) => gcFrame.test(f.sym))) return { bucket: "GC", fn: "(GC)" };
   let nodeOwn: { fn: string; url: string } | null = null;
   for (const f of frames) {
+    // Code of a WebAssembly module (PGlite's PostgreSQL), named by V8 "<function>-<index>-<tier>".
+    if (wasmFrame.test(f.sym)) return { bucket: wasmBucket, fn: f.sym.slice(3) };
     const js = jsFrame(f.sym);
     if (js === null) continue;
     const place = js.url.replace(/^file:\/\//, "");
@@ -305,7 +326,7 @@ try {
   checkPerf(scratch);
   const windows = await runAndRecord(scratch);
   const rates = ratesByLabel();
-  const labels = [...new Set(windows.map((w) => w.label.replace(/ \((Counterpart|reference)\)$/, "")))];
+  const labels = [...new Set(windows.map((w) => w.label.replace(/ \([^()]*\)$/, "")))];
   // A run that recorded nothing, or one side only, or a side whose rate the results do not hold,
   // has no comparison to print: it fails rather than write an empty or one-sided report.
   if (labels.length === 0) {
@@ -314,7 +335,7 @@ try {
   const report: Record<string, unknown> = {};
   for (const label of labels) {
     const pair = new Map<SideName, Tally>();
-    for (const side of ["Counterpart", "reference"] as const) {
+    for (const side of compared) {
       const w = windows.find((x) => x.label === `${label} (${side})`);
       const rate = rates.get(`${label} (${side})`);
       if (w === undefined) throw new Error(`${label}: no window of ${side} was recorded`);
@@ -322,7 +343,7 @@ try {
       pair.set(side, await tally(w, rate));
     }
     const cp = pair.get("Counterpart");
-    const ref = pair.get("reference");
+    const ref = pair.get(other);
     const names = [...new Set([...(cp?.buckets.keys() ?? []), ...(ref?.buckets.keys() ?? [])])];
     const cell = (t: Tally | undefined, name: string) => {
       const b = t?.buckets.get(name);
@@ -339,7 +360,7 @@ try {
     rows.push(["all", fixed(total(cp), 1), fixed(total(ref), 1)]);
     printTable(
       `${label}: CPU µs per ${unit} by where it went, perf, ${seconds} s of each side (in parentheses: in the kernel)`,
-      ["bucket", "Counterpart", "reference"],
+      ["bucket", "Counterpart", other],
       rows,
     );
     for (const [side, t] of pair) {

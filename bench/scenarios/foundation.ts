@@ -60,13 +60,14 @@ export const foundation: Scenario = {
 
     const common = { connections: ctx.connections, durationS: ctx.durationS };
     const signed = await measureTarget({
-      label: "signed asset-pairs",
+      // "(Counterpart)" and "(bare route)": the sides `npm run bench:perf` records and compares.
+      label: "asset-pairs (Counterpart)",
       serverPid: service.child.pid,
       warmupS: ctx.warmupS,
       load: { ...common, url: service.partnerUrl, request: assetPairs, partner },
     });
     const plain = await measureTarget({
-      label: "bare same-size JSON",
+      label: "asset-pairs (bare route)",
       serverPid: bare.child.pid,
       warmupS: ctx.warmupS,
       load: { ...common, url: bare.url, request: assetPairs },
