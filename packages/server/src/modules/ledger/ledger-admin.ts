@@ -17,10 +17,10 @@ export class LedgerAdminService {
 
   /**
    * Every difference between the recorded balances and the postings; none when consistent. The
-   * check reads every posting, on a connection of its own for up to `limits.ledgerCheckMs` per
-   * statement: while one runs, another call gets its answer rather than starting a second, so
-   * that repeated requests (the admin API, the console's button) cannot take the pool's
-   * connections away from the partners' requests.
+   * check reads every posting, on a connection of its own for up to `limits.ledgerCheckMs` in
+   * all: while one runs, another call gets its answer rather than starting a second, so that
+   * repeated requests (the admin API, the console's button) cannot take the pool's connections
+   * away from the partners' requests.
    */
   check(): Promise<LedgerDifference[]> {
     if (this.#running === null) {

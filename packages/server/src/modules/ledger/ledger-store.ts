@@ -136,8 +136,8 @@ export function checkLedger(db: Db | Tx): Promise<LedgerDifference[]> {
 /**
  * The ledger check as the operator runs it (`GET /admin/ledger/check`, the console's Ledger page):
  * its three statements in one read-only snapshot, so that a write committed meanwhile is seen by
- * all or none of them, each bounded by `boundMs` (limits.ledgerCheckMs) rather than by a request's
- * statement bound: it reads every posting.
+ * all or none of them, bounded together by `boundMs` (limits.ledgerCheckMs) rather than each by a
+ * request's statement bound: it reads every posting.
  */
 export function checkLedgerInSnapshot(
   database: DatabaseHandle,
