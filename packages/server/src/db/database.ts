@@ -8,6 +8,7 @@ import path from "node:path";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import { limits } from "../config/limits.ts";
+import { preparingClient } from "./pglite-prepared.ts";
 import type { Database } from "./schema.ts";
 import { isoFromPg } from "./time.ts";
 
@@ -80,8 +81,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
  * once per connection, under a name derived from its text, and only bound and executed after
  * that. Meant for the few statements on the hottest paths (every signed POST, every deposit):
  * parsing and planning them at every execution was about 30% of PostgreSQL's work per deposit.
- * Preparing every statement would keep a plan per distinct text on every connection. PGlite reads
- * the marker as the comment it is.
+ * Preparing every statement would keep a plan per distinct text on every connection. PGlite keeps
+ * the marked statements prepared too (db/pglite-prepared.ts).
  */
 export const preparedMarker = "/* prepared */";
 
@@ -345,10 +346,11 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
   }
   try {
     // Loaded here, not at the top: a process on PostgreSQL starts without them (a few hundred ms).
-    const [{ PGlite }, { PGliteDialect }] = await Promise.all([
+    const [pglite, { PGliteDialect }] = await Promise.all([
       import("@electric-sql/pglite"),
       import("kysely-pglite-dialect"),
     ]);
+    const { PGlite } = pglite;
     // Options must travel in the first argument: PGlite ignores the second without a folder.
     const client = await PGlite.create({
       ...(dir === null ? {} : { dataDir: dir }),
@@ -360,7 +362,9 @@ async function openPglite(dir: string | null): Promise<DatabaseHandle> {
       },
     });
     await client.exec("SET TIME ZONE 'UTC'");
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+    // Marked statements are prepared once, as on PostgreSQL (db/pglite-prepared.ts).
+    const preparing = preparingClient(client, pglite, preparedMarker, statementName);
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(preparing as unknown as typeof client) });
     return {
       db,
       kind: "pglite",
