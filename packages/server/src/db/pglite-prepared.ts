@@ -5,13 +5,19 @@
 // prepared here once under its name, as pg prepares it on PostgreSQL (database.ts), and then only
 // bound and executed, in one exchange. Everything else goes through `query()` unchanged.
 //
-// What the answer is made of is PGlite's own: its protocol serialiser and parser, its parameter
-// serialisers and type parsers, and its `parseResults`, so a row reads the same whichever way the
-// statement went. The one exchange holds PGlite's query lock, as `query()` does.
+// The messages are PGlite's own (its protocol serialiser, and its parser, which also hands out
+// notifications), and so are the values: each parameter goes through PGlite's serialiser for the
+// type PostgreSQL gave it, each column through PGlite's parser for its type, as `query()` does.
+// Only the rows are assembled here, from the columns described once when the statement was
+// prepared: PGlite's `parseResults` copies its whole table of parsers at every call (hundreds of
+// types), which cost more than the rest of the answer. The one exchange holds PGlite's query lock,
+// as `query()` does.
 
 import type { PGlite, Results } from "@electric-sql/pglite";
 
 type Pglite = typeof import("@electric-sql/pglite");
+type Message = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
+type Parse = (value: string, typeId: number) => unknown;
 
 /** What a Kysely PGlite dialect asks of its client. */
 export interface PgliteQueryClient {
@@ -19,10 +25,19 @@ export interface PgliteQueryClient {
   close(): Promise<void>;
 }
 
+interface Column {
+  readonly name: string;
+  readonly dataTypeID: number;
+  /** PGlite's parser for the column's type; none: the text as it came. */
+  readonly parse: Parse | undefined;
+}
+
 interface Prepared {
   readonly name: string;
   /** The type of each parameter, as PostgreSQL inferred it when the statement was prepared. */
   readonly parameterTypes: readonly number[];
+  /** The columns of its rows, in order; empty for a statement that returns none. */
+  readonly columns: readonly Column[];
 }
 
 /** A statement whose plan PostgreSQL threw away: outside a transaction, prepared again once. */
@@ -46,67 +61,65 @@ export function preparingClient(
 ): PgliteQueryClient {
   const { serialize } = pglite.protocol;
   const prepared = new Map<string, Prepared>();
-  const runMessages = (name: string, values: (string | null)[]) =>
-    concat([
-      serialize.bind({ statement: name, values }),
-      serialize.describe({ type: "P" }),
-      serialize.execute({}),
-      serialize.sync(),
-    ]);
+
+  const exchange = (parts: Uint8Array[]) => client.execProtocolStream(concat(parts), { syncToFs: false });
 
   async function prepare(text: string): Promise<Prepared> {
     const name = nameOf(text);
-    const messages = await client.execProtocolStream(
-      concat([
-        serialize.close({ type: "S", name }),
-        serialize.parse({ name, text }),
-        serialize.describe({ type: "S", name }),
-        serialize.sync(),
-      ]),
-      { syncToFs: false },
-    );
-    const statement = { name, parameterTypes: pglite.parse.parseDescribeStatementResults(messages) };
+    const messages = await exchange([
+      serialize.close({ type: "S", name }),
+      serialize.parse({ name, text }),
+      serialize.describe({ type: "S", name }),
+      serialize.sync(),
+    ]);
+    const description = messages.find((m) => m.name === "rowDescription") as
+      | { fields: { name: string; dataTypeID: number }[] }
+      | undefined;
+    const statement: Prepared = {
+      name,
+      parameterTypes: pglite.parse.parseDescribeStatementResults(messages),
+      columns: (description?.fields ?? []).map((f) => ({
+        name: f.name,
+        dataTypeID: f.dataTypeID,
+        parse: client.parsers[f.dataTypeID] as Parse | undefined,
+      })),
+    };
     prepared.set(text, statement);
     return statement;
   }
 
-  function serialise(statement: Prepared, params: unknown[]): (string | null)[] {
-    return params.map((param, i) => {
+  function execute(statement: Prepared, params: unknown[]): Promise<Message[]> {
+    const values = params.map((param, i) => {
       if (param === null || param === undefined) return null;
       const serializer = client.serializers[statement.parameterTypes[i] ?? 0];
       return serializer === undefined ? String(param) : (serializer(param) as string);
     });
+    return exchange([
+      serialize.bind({ statement: statement.name, values }),
+      serialize.execute({}),
+      serialize.sync(),
+    ]);
   }
 
   async function run<T>(text: string, params: unknown[]): Promise<Results<T>> {
     return client.runExclusive(async () => {
       if (client.closed) throw new Error("PGlite is closed");
       let statement = prepared.get(text) ?? (await prepare(text));
-      let messages: Awaited<ReturnType<PGlite["execProtocolStream"]>>;
+      let messages: Message[];
       try {
-        messages = await client.execProtocolStream(
-          runMessages(statement.name, serialise(statement, params)),
-          {
-            syncToFs: false,
-          },
-        );
+        messages = await execute(statement, params);
       } catch (err) {
         // Inside a transaction the error has aborted it: nothing more can run there.
         if (!replanStates.has((err as { code?: unknown }).code as string) || client.isInTransaction())
           throw err;
         prepared.delete(text);
         statement = await prepare(text);
-        messages = await client.execProtocolStream(
-          runMessages(statement.name, serialise(statement, params)),
-          {
-            syncToFs: false,
-          },
-        );
+        messages = await execute(statement, params);
       }
       // As query() does after every statement outside a PGlite transaction (the dialect's are
       // plain BEGIN and COMMIT statements, which PGlite does not track).
       await client.syncToFs();
-      return pglite.parse.parseResults(messages, client.parsers)[0] as Results<T>;
+      return results<T>(statement, messages);
     });
   }
 
@@ -119,6 +132,49 @@ export function preparingClient(
     },
     close: () => client.close(),
   };
+}
+
+/** The answer as `query()` gives it: rows as objects by column name, fields, affected rows. */
+function results<T>(statement: Prepared, messages: Message[]): Results<T> {
+  const { columns } = statement;
+  const rows: Record<string, unknown>[] = [];
+  let affectedRows = 0;
+  for (const message of messages) {
+    if (message.name === "dataRow") {
+      const values = (message as unknown as { fields: (string | null)[] }).fields;
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < columns.length; i++) {
+        const column = columns[i]!;
+        const value = values[i] ?? null;
+        row[column.name] =
+          value === null || column.parse === undefined ? value : column.parse(value, column.dataTypeID);
+      }
+      rows.push(row);
+    } else if (message.name === "commandComplete") {
+      affectedRows += affected((message as unknown as { text: string }).text);
+    }
+  }
+  return {
+    rows: rows as T[],
+    fields: columns.map((c) => ({ name: c.name, dataTypeID: c.dataTypeID })),
+    affectedRows,
+  };
+}
+
+/** The rows a command tag says were written, as PGlite counts them. */
+function affected(tag: string): number {
+  const words = tag.split(" ");
+  switch (words[0]) {
+    case "INSERT":
+      return Number.parseInt(words[2] ?? "0", 10);
+    case "UPDATE":
+    case "DELETE":
+    case "COPY":
+    case "MERGE":
+      return Number.parseInt(words[1] ?? "0", 10);
+    default:
+      return 0;
+  }
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {
