@@ -62,7 +62,8 @@ export function preparingClient(
   const { serialize } = pglite.protocol;
   const prepared = new Map<string, Prepared>();
 
-  const exchange = (parts: Uint8Array[]) => client.execProtocolStream(concat(parts), { syncToFs: false });
+  const exchange = (parts: Uint8Array[]) =>
+    client.execProtocolStream(Buffer.concat(parts), { syncToFs: false });
 
   async function prepare(text: string): Promise<Prepared> {
     const name = nameOf(text);
@@ -175,16 +176,4 @@ function affected(tag: string): number {
     default:
       return 0;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const p of parts) length += p.length;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
 }
