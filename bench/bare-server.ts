@@ -1,20 +1,32 @@
-// A bare Fastify app for comparison: no authentication, no database, no hooks, no logging. One
-// GET route answers the JSON document in the file given as argv[3], serialised on every request
-// (as a handler returning an object would be), at the path given as argv[2].
-// Usage: node bench/bare-server.ts <path> <json-file>; prints {"port":N} on stdout once listening.
+// A bare Fastify app for comparison: no authentication, no database, no hooks, no logging. Each
+// route answers the JSON document in its file, serialised on every request (as a handler returning
+// an object would be). A route is a path (a GET) or "POST <path>": a POST's JSON body is parsed by
+// Fastify, as the service's is, and not looked at.
+// Usage: node bench/bare-server.ts <route> <json-file> [<route> <json-file> ...]; prints
+// {"port":N} on stdout once listening.
 
 import fs from "node:fs";
 import Fastify from "fastify";
 
-const [routePath, bodyFile] = process.argv.slice(2);
-if (routePath === undefined || !routePath.startsWith("/") || bodyFile === undefined) {
-  process.stderr.write("usage: node bench/bare-server.ts <path> <json-file>\n");
+function usage(): never {
+  process.stderr.write("usage: node bench/bare-server.ts <route> <json-file> [<route> <json-file> ...]\n");
   process.exit(2);
 }
-const document: unknown = JSON.parse(fs.readFileSync(bodyFile, "utf8"));
+
+const args = process.argv.slice(2);
+const routes: { method: "GET" | "POST"; url: string; document: unknown }[] = [];
+for (let i = 0; i < args.length; i += 2) {
+  const [route, bodyFile] = [args[i] ?? "", args[i + 1]];
+  const [method, url] = route.startsWith("POST ")
+    ? (["POST", route.slice(5)] as const)
+    : (["GET", route] as const);
+  if (!url.startsWith("/") || bodyFile === undefined) usage();
+  routes.push({ method, url, document: JSON.parse(fs.readFileSync(bodyFile, "utf8")) });
+}
+if (routes.length === 0) usage();
 
 const app = Fastify({ logger: false });
-app.get(routePath, async () => document);
+for (const { method, url, document } of routes) app.route({ method, url, handler: async () => document });
 await app.listen({ host: "127.0.0.1", port: 0 });
 const address = app.server.address();
 if (address === null || typeof address === "string") throw new Error("no TCP address");

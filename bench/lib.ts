@@ -10,6 +10,7 @@ import path from "node:path";
 import { createHistogram } from "node:perf_hooks";
 import { signRequest } from "@counterpart/protocol";
 import autocannon, { type Request, type Result } from "autocannon";
+import { clientPayload } from "../packages/server/src/testing/fixtures.ts";
 import { startScriptExecArgv } from "../packages/server/src/testing/processes.ts";
 
 type RequestParams = Request;
@@ -432,6 +433,49 @@ export async function fetchOnce(
     headers: response.headers,
     body: Buffer.from(await response.arrayBuffer()),
   };
+}
+
+/**
+ * A signed deposit of 1 AED to `partnerClientId`, each request under a new reference that starts
+ * with `refPrefix`.
+ */
+export function depositRequest(partnerClientId: string, refPrefix: string): RequestSpec {
+  let n = 0;
+  return {
+    method: "POST",
+    path: "/v1/partner/deposits",
+    headers: { "content-type": "application/json" },
+    body: () =>
+      JSON.stringify({
+        partner_client_id: partnerClientId,
+        asset_id: "AED",
+        amount: "1",
+        partner_order_ref: `${refPrefix}-${++n}`,
+      }),
+  };
+}
+
+/**
+ * Onboards a verified client through the signed API (POST /v1/partner/clients), `n` making its
+ * identity unique; throws unless the answer is a 201.
+ */
+export async function onboardClient(
+  baseUrl: string,
+  partner: Partner,
+  partnerClientId: string,
+  n = 1,
+): Promise<void> {
+  const created = await fetchOnce(
+    baseUrl,
+    {
+      method: "POST",
+      path: "/v1/partner/clients",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(clientPayload(n, { partner_client_id: partnerClientId })),
+    },
+    partner,
+  );
+  if (created.status !== 201) throw new Error(`client create answered ${created.status}: ${created.body}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@
 //                            conditions joined by AND (a CHECK fails when one of them is false,
 //                            as before): what PostgreSQL's per-statement preparation of each CHECK
 //                            costs apart from the conditions themselves
+//   CHECKs planned per       each of those tables' CHECKs replaced by one calling a PL/pgSQL
+//   statement                function of its columns, the same conditions joined by AND: what
+//                            reading and planning them at every statement costs, since PL/pgSQL
+//                            plans its expressions once per connection
 //   the expiry index         used_signatures' index on expires_at (the purge's) dropped
 //   the 0017 indexes         the back office's five indexes on orders dropped
 //
@@ -100,8 +104,8 @@ const constraints = (where: string) => async (db: Db) => {
 
 const hotTables = "('orders', 'accounts', 'postings', 'events', 'order_counts')";
 
-/** Replaces each hot table's CHECKs by one, their conditions joined by AND; puts them back. */
-async function mergeChecks(db: Db): Promise<() => Promise<void>> {
+/** The conditions of each hot table's CHECKs, by table. */
+async function checksByTable(db: Db): Promise<Map<string, string[]>> {
   const { rows } = await sql<{ t: string; d: string }>`
     SELECT conrelid::regclass::text AS t, pg_get_constraintdef(oid) AS d FROM pg_constraint
     WHERE contype = 'c' AND conrelid::regclass::text IN ${sql.raw(hotTables)} ORDER BY 1, conname`.execute(
@@ -113,6 +117,12 @@ async function mergeChecks(db: Db): Promise<() => Promise<void>> {
     if (m === null) throw new Error(`a CHECK of ${r.t} reads "${r.d}"`);
     byTable.set(r.t, [...(byTable.get(r.t) ?? []), m[1]!]);
   }
+  return byTable;
+}
+
+/** Replaces each hot table's CHECKs by one, their conditions joined by AND; puts them back. */
+async function mergeChecks(db: Db): Promise<() => Promise<void>> {
+  const byTable = await checksByTable(db);
   const putBack = await constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`)(db);
   for (const [t, conditions] of byTable) {
     await sql
@@ -122,6 +132,40 @@ async function mergeChecks(db: Db): Promise<() => Promise<void>> {
   return async () => {
     for (const t of byTable.keys())
       await sql.raw(`ALTER TABLE ${t} DROP CONSTRAINT ${t}_merged_checks`).execute(db);
+    await putBack();
+  };
+}
+
+/**
+ * Replaces each hot table's CHECKs by one that calls a PL/pgSQL function of the table's columns
+ * returning the same conditions joined by AND; puts them back. PostgreSQL reads a CHECK back from
+ * its stored text and plans it at every statement that writes the table, but plans a PL/pgSQL
+ * function's expressions once per connection: this is what that reading and planning costs.
+ */
+async function checksAsFunctions(db: Db): Promise<() => Promise<void>> {
+  const byTable = await checksByTable(db);
+  const putBack = await constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`)(db);
+  for (const [t, conditions] of byTable) {
+    const { rows: columns } = await sql<{ name: string; type: string }>`
+      SELECT quote_ident(attname) AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute
+      WHERE attrelid = ${t}::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`.execute(db);
+    await sql
+      .raw(
+        `CREATE FUNCTION bench_checks_${t}(${columns.map((c) => `${c.name} ${c.type}`).join(", ")})
+         RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $f$ BEGIN RETURN ${conditions.join(" AND ")}; END $f$`,
+      )
+      .execute(db);
+    await sql
+      .raw(
+        `ALTER TABLE ${t} ADD CONSTRAINT ${t}_checks_in_a_function CHECK (bench_checks_${t}(${columns.map((c) => c.name).join(", ")}))`,
+      )
+      .execute(db);
+  }
+  return async () => {
+    for (const t of byTable.keys()) {
+      await sql.raw(`ALTER TABLE ${t} DROP CONSTRAINT ${t}_checks_in_a_function`).execute(db);
+      await sql.raw(`DROP FUNCTION bench_checks_${t}`).execute(db);
+    }
     await putBack();
   };
 }
@@ -147,6 +191,10 @@ const parts: Part[] = [
     remove: constraints(`contype = 'c' AND conrelid::regclass::text IN ${hotTables}`),
   },
   { label: "separate CHECKs (each table's merged into one, the same conditions)", remove: mergeChecks },
+  {
+    label: "CHECKs read and planned per statement (each table's in one PL/pgSQL function)",
+    remove: checksAsFunctions,
+  },
   {
     label: "the replay record's expiry index",
     remove: async (db) => {

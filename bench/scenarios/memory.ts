@@ -17,12 +17,12 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { clientPayload } from "../../packages/server/src/testing/fixtures.ts";
 import { adminCall, adminToken, startPair } from "../compare.ts";
 import {
   clockTicksPerSecond,
   cpuTicks,
   fetchOnce,
+  onboardClient,
   type Partner,
   printTable,
   type Scenario,
@@ -252,18 +252,7 @@ export const memory: Scenario = {
     ];
     // The PostgreSQL side's clients are already made (startPair); the sandbox's are onboarded.
     for (const [k, pcid] of (targets[1]?.clients ?? []).entries()) {
-      const created = await fetchOnce(
-        sandbox.partnerUrl,
-        {
-          method: "POST",
-          path: "/v1/partner/clients",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(clientPayload(9_000_000 + k, { partner_client_id: pcid })),
-        },
-        sandbox.partner,
-      );
-      if (created.status !== 201)
-        throw new Error(`client create answered ${created.status}: ${created.body}`);
+      await onboardClient(sandbox.partnerUrl, sandbox.partner, pcid, 9_000_000 + k);
     }
     for (const t of targets) await setPrice(t.adminUrl);
     // The feed is manual: the price is set again well inside its staleness bound.

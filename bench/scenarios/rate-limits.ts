@@ -6,12 +6,13 @@
 // data folder, and are measured in turn, round after round (BENCH_ROUNDS, default 2).
 
 import path from "node:path";
-import { clientPayload } from "../../packages/server/src/testing/fixtures.ts";
 import { startTestRedis } from "../../packages/server/src/testing/redis-server.ts";
 import {
+  depositRequest,
   fetchOnce,
   loadNotes,
   measureTarget,
+  onboardClient,
   printTargets,
   type RequestSpec,
   type Scenario,
@@ -30,6 +31,8 @@ interface Prepared {
   side: Side;
   service: Awaited<ReturnType<typeof startService>>;
   partner: NonNullable<Awaited<ReturnType<typeof startService>>["partner"]>;
+  /** Deposits under references of this side's own. */
+  deposits: RequestSpec;
 }
 
 /** Starts the service for one side, raises the demo partner's budgets and makes its client. */
@@ -50,17 +53,7 @@ async function prepare(ctx: ScenarioContext, side: Side, redisUrl: string): Prom
     body: JSON.stringify({ reads: 10_000_000, writes: 10_000_000, quotes: 10_000_000 }),
   });
   if (limits.status !== 200) throw new Error(`setting the budgets answered ${limits.status}`);
-  const created = await fetchOnce(
-    service.partnerUrl,
-    {
-      method: "POST",
-      path: "/v1/partner/clients",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(clientPayload(1, { partner_client_id: "bench-rl-1" })),
-    },
-    partner,
-  );
-  if (created.status !== 201) throw new Error(`client create answered ${created.status}: ${created.body}`);
+  await onboardClient(service.partnerUrl, partner, "bench-rl-1");
   const probe = await fetchOnce(service.partnerUrl, assetPairs, partner);
   const expected = side === "off" ? null : "10000000";
   if (probe.headers.get("ratelimit-limit") !== expected) {
@@ -68,24 +61,10 @@ async function prepare(ctx: ScenarioContext, side: Side, redisUrl: string): Prom
       `${side}: RateLimit-Limit is ${probe.headers.get("ratelimit-limit")}, expected ${expected}`,
     );
   }
-  return { side, service, partner };
+  return { side, service, partner, deposits: depositRequest("bench-rl-1", `rl-${side}`) };
 }
 
-let depositN = 0;
-
 async function measure(ctx: ScenarioContext, p: Prepared, what: "reads" | "deposits", round: number) {
-  const deposit: RequestSpec = {
-    method: "POST",
-    path: "/v1/partner/deposits",
-    headers: { "content-type": "application/json" },
-    body: () =>
-      JSON.stringify({
-        partner_client_id: "bench-rl-1",
-        asset_id: "AED",
-        amount: "1",
-        partner_order_ref: `rl-${p.side}-${++depositN}`,
-      }),
-  };
   return measureTarget({
     label: `${what}, ${p.side}, round ${round}`,
     serverPid: p.service.child.pid,
@@ -95,7 +74,7 @@ async function measure(ctx: ScenarioContext, p: Prepared, what: "reads" | "depos
       durationS: ctx.durationS,
       url: p.service.partnerUrl,
       partner: p.partner,
-      request: what === "reads" ? assetPairs : deposit,
+      request: what === "reads" ? assetPairs : p.deposits,
     },
   });
 }
