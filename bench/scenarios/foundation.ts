@@ -23,6 +23,11 @@ import {
 
 const assetPairs: RequestSpec = { method: "GET", path: "/v1/partner/asset-pairs" };
 const deposit = depositRequest("bench-foundation-1", `foundation-${process.pid}`);
+/** The paths measured, each under its name in the labels and in `bounds`. */
+const paths = [
+  ["asset-pairs", assetPairs],
+  ["deposits", deposit],
+] as const;
 /** Issue 15's bounds for the sandbox, µs of server CPU per request. */
 const bounds = { "asset-pairs": 1_000, deposits: 2_000 } as const;
 
@@ -47,10 +52,7 @@ export const foundation: Scenario = {
     // Each path's answer, written for the bare route to answer with the same bytes.
     const bareArgs: string[] = [path.join("bench", "bare-server.ts")];
     const probes = new Map<string, Buffer>();
-    for (const [name, spec] of [
-      ["asset-pairs", assetPairs],
-      ["deposits", deposit],
-    ] as const) {
+    for (const [name, spec] of paths) {
       const probe = await fetchOnce(service.partnerUrl, spec, partner);
       if (probe.status !== 200) {
         throw new Error(
@@ -64,10 +66,7 @@ export const foundation: Scenario = {
     }
 
     const bare = await startPortReporter(ctx.cleanup, "bare-server", bareArgs);
-    for (const [name, spec] of [
-      ["asset-pairs", assetPairs],
-      ["deposits", deposit],
-    ] as const) {
+    for (const [name, spec] of paths) {
       const expected = probes.get(name) ?? Buffer.alloc(0);
       const bareProbe = await fetchOnce(bare.url, spec);
       if (bareProbe.status !== 200 || bareProbe.body.length !== expected.length) {
@@ -84,10 +83,7 @@ export const foundation: Scenario = {
 
     const common = { connections: ctx.connections, durationS: ctx.durationS };
     const targets: TargetResult[] = [];
-    for (const [name, spec] of [
-      ["asset-pairs", assetPairs],
-      ["deposits", deposit],
-    ] as const) {
+    for (const [name, spec] of paths) {
       // "(Counterpart)" and "(bare route)": the sides `npm run bench:perf` records and compares.
       targets.push(
         await measureTarget({
