@@ -566,7 +566,6 @@ async function main(): Promise<number> {
     await stats.query("SELECT pg_reload_conf()");
     const logFile = path.join(cluster.dataDir, "server.log");
     const plans: string[] = [];
-    const ranInDatabase: [string, number][] = [];
     await pinPrice();
     for (const spec of paths) {
       const counts: number[] = [];
@@ -600,18 +599,17 @@ async function main(): Promise<number> {
           plans.push(`==== ${spec.name} (${res.status}) ====\n${readFrom(logFile, from)}`);
         }
       }
-      const ran = Math.min(...counts);
-      ranInDatabase.push([spec.name, ran]);
       const entry = report.find((r) => r.path === spec.name);
-      if (entry !== undefined) entry.statements_run_in_database_per_request = ran;
+      if (entry !== undefined) entry.statements_run_in_database_per_request = Math.min(...counts);
     }
     printTable(
       "statements PostgreSQL ran for one request (auto_explain: those sent, those run inside them by functions, triggers and foreign keys, and those run at commit; the least of three requests)",
       ["path", "sent per request (under load, above)", "run in PostgreSQL"],
-      ranInDatabase.map(([name, ran]) => {
-        const sent = report.find((r) => r.path === name)?.statements_per_request;
-        return [name, typeof sent === "number" ? fixed(sent, 2) : "", String(ran)];
-      }),
+      report.map((r) => [
+        String(r.path),
+        fixed(r.statements_per_request as number, 2),
+        String(r.statements_run_in_database_per_request),
+      ]),
     );
     await stats.query("ALTER SYSTEM RESET auto_explain.log_min_duration");
     await stats.query("SELECT pg_reload_conf()");
