@@ -32,8 +32,11 @@ import { backendsOf, CpuSampler, freshBenchDatabase, intFromEnv, processTree } f
 import { prepareReferenceTables } from "./reference-db.ts";
 
 export const adminToken = "bench-admin-token-0123456789abcdef";
-/** The service's default pool per process (DATABASE_POOL_SIZE), given to both sides. */
-const poolSize = 10;
+/**
+ * The pool per process given to both sides: the service's default (DATABASE_POOL_SIZE, 10), or
+ * BENCH_POOL_SIZE.
+ */
+const poolSize = intFromEnv("BENCH_POOL_SIZE", 10, 1, 200);
 
 // ---------------------------------------------------------------------------------------------
 // Both servers on one database

@@ -14,7 +14,8 @@
 //                           process, built from the tree first) or "sources" (lib.ts, ServiceEntry)
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone and what each part of it costs, uses the
-//   same, with BENCH_ROUNDS rounds, default 2)
+//   same, with BENCH_ROUNDS rounds, default 2, BENCH_PARTS, and BENCH_LOOP to measure in one backend)
+//   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
 //   BENCH_MEMORY_S          seconds of mixed load in the memory scenario (default 600)
