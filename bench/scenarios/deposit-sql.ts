@@ -24,7 +24,7 @@
 //                            plans its expressions once per connection
 //   the expiry index         used_signatures' index on expires_at (the purge's) dropped
 //   two deferred triggers    orders_counted and orders_event replaced by one deferred trigger
-//                            whose function does both, in the same order
+//                            whose function does both in one statement
 //   the partner's client     orders_partner_client_created dropped (orders_client_created has
 //   index                    the same keys after partner_id, and a client has one partner)
 //   the 0017 indexes         the back office's five indexes on orders dropped
@@ -41,8 +41,8 @@
 //
 // BENCH_LOOP=N measures in one backend instead of pgbench: slices of N deposits, the same two
 // statements run one deposit after another by a DO block (each committed; synchronous_commit off
-// unless BENCH_LOOP_SYNC=on),
-// the backend's own CPU read from /proc. Each part's slice runs beside a slice of the whole path
+// unless BENCH_LOOP_SYNC=on), the backend's own CPU read from /proc. Each part's slice runs beside
+// a slice of the whole path
 // (before it in even rounds, after it in odd ones), and its cost is the median of those paired
 // differences. At 20 connections a host whose speed drifts moves pgbench's rounds by a fifth; a
 // pair of slices a second or two apart moves by a few per cent. What a loop leaves out: the
@@ -253,9 +253,10 @@ async function checksAsFunctions(db: Db): Promise<() => Promise<void>> {
 }
 
 /**
- * Replaces the order's two deferred triggers (orders_counted, then orders_event: PostgreSQL fires
- * a row's triggers by name) by one calling a function that does both, in that order; puts them
- * back. What a second deferred trigger per order costs apart from the work it does.
+ * Replaces the order's two deferred triggers (orders_counted and orders_event) by one whose
+ * function does both in one statement, the count's upsert in a WITH of the event's insert (two
+ * tables: the order the two are done in changes nothing); puts them back. What the second trigger
+ * and statement per order cost apart from the work they do.
  */
 async function oneDeferredTrigger(db: Db): Promise<() => Promise<void>> {
   await sql`CREATE FUNCTION bench_order_settled() RETURNS trigger LANGUAGE plpgsql AS $f$
