@@ -1,12 +1,17 @@
 // The database's side of a deposit, without the service, and what each of its parts costs
-// PostgreSQL. pgbench replays the two statements the service sends for one signed deposit (the
-// client and the asset read in one query; fund_order() with record_signature() as its partner
-// argument, docs/decisions.md "A signed write recorded in its change's statement"), prepared as the
-// service prepares them, on a fresh database with the project's schema, 20 connections (the two API
-// processes' pools of 10). Then the same with one part of that work taken away at a time, on that
+// PostgreSQL. pgbench replays the statement the service sends for one signed deposit of a client
+// and an asset whose facts its process kept: fund_order() with record_signature() as its partner
+// argument (docs/decisions.md, "A signed write recorded in its change's statement") and
+// funding_facts_held() as its client argument ("Funding facts witnessed in the order's statement"),
+// prepared as the service prepares it, on a fresh database with the project's schema, 20
+// connections (the two API processes' pools of 10). Then the same with one part of that work taken away at a time, on that
 // database only, each run beside a run of the whole path in the same round, rounds alternated:
 //
 //   the signature's record   fund_order() given the partner's id instead of record_signature()
+//   the facts witnessed      the client and the asset read by a statement of their own, and
+//                            fund_order() given the client's id (the service's path for facts it
+//                            has not kept, and every deposit's before migration 0022): a negative
+//                            cost, what the witness saves
 //   the order's event        trigger orders_event disabled (migration 0013)
 //   the kept counts          trigger orders_counted disabled (migrations 0019, 0020)
 //   the postings' balance    trigger postings_balanced disabled (migration 0008)
@@ -39,7 +44,7 @@
 // BENCH_CONNECTIONS (replaces the 20 connections), BENCH_ROUNDS (default 2), BENCH_PARTS (only the
 // parts whose label holds one of these comma-separated words; all by default).
 //
-// BENCH_LOOP=N measures in one backend instead of pgbench: slices of N deposits, the same two
+// BENCH_LOOP=N measures in one backend instead of pgbench: slices of N deposits, the same
 // statements run one deposit after another by a DO block (each committed; synchronous_commit off
 // unless BENCH_LOOP_SYNC=on), the backend's own CPU read from /proc. Each part's slice runs beside
 // a slice of the whole path
@@ -81,7 +86,6 @@ interface Seed {
   firstClientId: number;
 }
 
-/** A signed deposit's two statements; `tag` keeps references of different runs apart. */
 /** How the deposit's statements name their varying values: pgbench variables or PL/pgSQL ones. */
 interface DepositValues {
   /** The client's number (1…clientCount), its id, and a number unique among this run's deposits. */
@@ -90,65 +94,69 @@ interface DepositValues {
   unique: string;
 }
 
-/** The two statements of a signed deposit, as the service sends them (see the header). */
-function depositStatements(
-  seed: Seed,
-  tag: string,
-  recorded: boolean,
-  v: DepositValues,
-  slots = houseSlots,
-): [string, string] {
+/** How a run's deposits are made: the whole path, or one with a part taken away. */
+interface Variant {
+  /** fund_order() records the signature (record_signature() as its partner argument). */
+  recorded: boolean;
+  /** The house slots the clients are spread over. */
+  slots: number;
+  /** The facts read by a statement of their own, not witnessed in the order's (as before 0022). */
+  factsRead: boolean;
+}
+
+const wholePath: Variant = { recorded: true, slots: houseSlots, factsRead: false };
+
+/**
+ * The statements of a signed deposit, as the service sends them (see the header): with the
+ * client's and the asset's facts kept, the order's alone, its client argument funding_facts_held();
+ * with `factsRead`, the facts' statement, then the order's with the client's id.
+ */
+function depositStatements(seed: Seed, tag: string, variant: Variant, v: DepositValues): string[] {
+  const { recorded, slots } = variant;
   const p = `'${seed.partnerId}'`;
   const keys = `ARRAY[E'${seed.publicKeyPem.replace(/\n/g, "\\n")}']::text[]`;
   const signature = `sha512((random() || ' ' || ${v.unique})::text::bytea)`;
   const partner = recorded
     ? `record_signature(${p}, ${signature}, now() + interval '61 s', ${keys}, '{127.0.0.1/32}'::text[], NULL::int, NULL::int, NULL::int)`
     : p;
-  return [
-    // fundingFacts() (modules/funding/funding-store.ts)
-    `SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status, 'active', active) FROM clients WHERE partner_id = ${p} AND partner_client_id = 'client-' || ${v.n}) AS client, (SELECT json_build_object('type', type, 'published', published, 'depositable', depositable, 'withdrawable', withdrawable) FROM assets WHERE id = 'AED') AS asset`,
-    // fundOrder() with the signature to record, and fundingLegs()'s legs
-    `SELECT * FROM fund_order(${partner}, ${v.id}, '${tag}-' || ${v.unique}, 'deposit', 'AED', '1.00'::numeric, (${v.id} % ${slots})::smallint, '{client,omnibus}'::text[], ARRAY[${v.id}, NULL]::bigint[], '{AED,AED}'::text[], '{1.00,-1.00}'::numeric[])`,
-  ];
+  // fundingFacts() (modules/funding/funding-store.ts)
+  const facts = `SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status, 'active', active) FROM clients WHERE partner_id = ${p} AND partner_client_id = 'client-' || ${v.n}) AS client, (SELECT json_build_object('type', type, 'published', published, 'depositable', depositable, 'withdrawable', withdrawable) FROM assets WHERE id = 'AED') AS asset`;
+  // clientArgument() (modules/funding/funding-store.ts): the facts kept, witnessed.
+  const client = variant.factsRead
+    ? v.id
+    : `funding_facts_held(${p}, ${v.id}, 'client-' || ${v.n}, 'verified', true, 'AED', 'fiat', true, true, true)`;
+  // fundOrder() with the signature to record, and fundingLegs()'s legs
+  const fund = `SELECT * FROM fund_order(${partner}, ${client}, '${tag}-' || ${v.unique}, 'deposit', 'AED', '1.00'::numeric, (${v.id} % ${slots})::smallint, '{client,omnibus}'::text[], ARRAY[${v.id}, NULL]::bigint[], '{AED,AED}'::text[], '{1.00,-1.00}'::numeric[])`;
+  return variant.factsRead ? [facts, fund] : [fund];
 }
 
-function depositScript(seed: Seed, tag: string, recorded: boolean, slots = houseSlots): string {
-  const [facts, fund] = depositStatements(
-    seed,
-    tag,
-    recorded,
-    { n: ":c", id: ":id", unique: ":ref || '-' || :client_id" },
-    slots,
-  );
+function depositScript(seed: Seed, tag: string, variant: Variant): string {
+  const statements = depositStatements(seed, tag, variant, {
+    n: ":c",
+    id: ":id",
+    unique: ":ref || '-' || :client_id",
+  });
   return [
     `\\set c random(1, ${clientCount})`,
     `\\set id :c + ${seed.firstClientId - 1}`,
     "\\set ref random(1, 2000000000)",
-    `${facts};`,
-    `${fund};`,
+    ...statements.map((s) => `${s};`),
   ].join("\n");
 }
 
 /**
- * `deposits` deposits in one backend, one after another, each in its own transaction: the same two
+ * `deposits` deposits in one backend, one after another, each in its own transaction: the same
  * statements as the pgbench script, run by a DO block (PERFORM for SELECT, COMMIT after each).
  */
-function depositLoop(
-  seed: Seed,
-  tag: string,
-  recorded: boolean,
-  deposits: number,
-  slots = houseSlots,
-): string {
-  const [facts, fund] = depositStatements(seed, tag, recorded, { n: "ln", id: "lid", unique: "li" }, slots);
+function depositLoop(seed: Seed, tag: string, variant: Variant, deposits: number): string {
+  const statements = depositStatements(seed, tag, variant, { n: "ln", id: "lid", unique: "li" });
   return `DO $loop$
 DECLARE ln int; lid bigint;
 BEGIN
   FOR li IN 1 .. ${deposits} LOOP
     ln := 1 + li % ${clientCount};
     lid := ln + ${seed.firstClientId - 1};
-    PERFORM ${facts.slice("SELECT ".length)};
-    PERFORM ${fund.slice("SELECT ".length)};
+${statements.map((s) => `    PERFORM ${s.slice("SELECT ".length)};`).join("\n")}
     COMMIT;
   END LOOP;
 END
@@ -159,10 +167,8 @@ interface Part {
   label: string;
   /** Takes the part away (schema changes) and returns what puts it back. */
   remove?: (db: Db) => Promise<() => Promise<void>>;
-  /** The script runs without the signature's record. */
-  unrecorded?: true;
-  /** The house slots the script spreads its clients over, instead of the service's. */
-  slots?: number;
+  /** How the part's deposits differ from the whole path's (the signature's record, the slots…). */
+  variant?: Partial<Variant>;
 }
 
 const trigger = (table: string, name: string) => async (db: Db) => {
@@ -295,7 +301,9 @@ const index = (name: string) => async (db: Db) => {
 };
 
 const parts: Part[] = [
-  { label: "the signature's record", unrecorded: true },
+  { label: "the signature's record", variant: { recorded: false } },
+  // Negative: what witnessing the facts in the order's statement saves against reading them apart.
+  { label: "the facts witnessed (read by a statement of their own instead)", variant: { factsRead: true } },
   { label: "the order's event", remove: trigger("orders", "orders_event") },
   { label: "the kept counts", remove: trigger("orders", "orders_counted") },
   { label: "the postings' balance", remove: trigger("postings", "postings_balanced") },
@@ -326,7 +334,7 @@ const parts: Part[] = [
   },
   { label: "the partner's client index on orders", remove: index("orders_partner_client_created") },
   // The schema allows 64 slots (migration 0006); with the bench's 64 clients, each its own.
-  { label: `the house slots' sharing (64 slots, not ${houseSlots})`, slots: 64 },
+  { label: `the house slots' sharing (64 slots, not ${houseSlots})`, variant: { slots: 64 } },
   {
     label: "the 0017 indexes",
     remove: async (db) => {
@@ -386,14 +394,10 @@ export const depositSql: Scenario = {
     const hz = clockTicksPerSecond();
     const notes: string[] = [];
     let runs = 0;
-    const run = async (
-      label: string,
-      recorded: boolean,
-      slots = houseSlots,
-    ): Promise<{ tps: number; pgUs: number }> => {
+    const run = async (label: string, variant: Variant): Promise<{ tps: number; pgUs: number }> => {
       runs += 1;
       const file = path.join(ctx.scratchDir, `deposit-${runs}.sql`);
-      fs.writeFileSync(file, `${depositScript(seed, `r${runs}`, recorded, slots)}\n`);
+      fs.writeFileSync(file, `${depositScript(seed, `r${runs}`, variant)}\n`);
       const options = { script: file, protocol: "prepared" as const };
       if (ctx.warmupS > 0) {
         await pgbenchRun(ctx.cleanup, pgbench, databaseUrl, dbName, connections, ctx.warmupS, options);
@@ -428,18 +432,14 @@ export const depositSql: Scenario = {
       if (process.env.BENCH_LOOP_SYNC !== "on") await loop.query("SET synchronous_commit = off");
       loopPid = (await loop.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
     }
-    const runLoop = async (
-      label: string,
-      recorded: boolean,
-      slots = houseSlots,
-    ): Promise<{ tps: number; pgUs: number }> => {
+    const runLoop = async (label: string, variant: Variant): Promise<{ tps: number; pgUs: number }> => {
       runs += 1;
       // A quarter as many first, unmeasured: the plans made again after a schema change, the caches.
-      await loop!.query(depositLoop(seed, `w${runs}`, recorded, Math.ceil(loopDeposits / 4), slots));
+      await loop!.query(depositLoop(seed, `w${runs}`, variant, Math.ceil(loopDeposits / 4)));
       process.stdout.write(`bench: one backend, ${label}, ${loopDeposits} deposits\n`);
       const ticks = cpuTicks(loopPid);
       const started = performance.now();
-      await loop!.query(depositLoop(seed, `r${runs}`, recorded, loopDeposits, slots));
+      await loop!.query(depositLoop(seed, `r${runs}`, variant, loopDeposits));
       const s = (performance.now() - started) / 1000;
       return { tps: loopDeposits / s, pgUs: ((cpuTicks(loopPid) - ticks) / hz / loopDeposits) * 1e6 };
     };
@@ -455,7 +455,7 @@ export const depositSql: Scenario = {
     const runPart = async (part: Part, measure: typeof run) => {
       const putBack = part.remove === undefined ? null : await part.remove(db);
       try {
-        const r = await measure(`without ${part.label}`, part.unrecorded !== true, part.slots);
+        const r = await measure(`without ${part.label}`, { ...wholePath, ...part.variant });
         without.set(part.label, [...(without.get(part.label) ?? []), r]);
         return r;
       } finally {
@@ -464,16 +464,16 @@ export const depositSql: Scenario = {
     };
     for (let round = 0; round < rounds; round++) {
       if (loop === null) {
-        whole.push(await run("the whole path", true));
+        whole.push(await run("the whole path", wholePath));
         for (const part of chosen) await runPart(part, run);
         continue;
       }
       // One slice of the whole path beside each part's, first in even rounds and second in odd.
       for (const part of chosen) {
         const wholeFirst = round % 2 === 0;
-        const w1 = wholeFirst ? await runLoop("the whole path", true) : null;
+        const w1 = wholeFirst ? await runLoop("the whole path", wholePath) : null;
         const r = await runPart(part, runLoop);
-        const w = w1 ?? (await runLoop("the whole path", true));
+        const w = w1 ?? (await runLoop("the whole path", wholePath));
         whole.push(w);
         paired.set(part.label, [...(paired.get(part.label) ?? []), w.pgUs - r.pgUs]);
       }

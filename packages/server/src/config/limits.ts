@@ -55,6 +55,12 @@ export const limits = {
    */
   connectionsPerAddressMax: 1_000,
   connectionsMax: 10_000,
+  /**
+   * Clients whose funding facts (status, active) a process keeps, to judge their next deposit or
+   * withdrawal without a statement of its own (docs/decisions.md, "Funding facts witnessed in the
+   * order's statement"); past this many the oldest kept goes. Assets are kept under the same bound.
+   */
+  fundingFactsKeptMax: 10_000,
   /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,

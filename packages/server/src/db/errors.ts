@@ -13,6 +13,8 @@ const unspendableTokenCode = "CP002";
 const credentialsChangedCode = "CP003";
 /** Raised by record_signature() (migration 0018): the request's signature was already recorded. */
 const signatureUsedCode = "CP004";
+/** Raised by funding_facts_held() (migration 0022): the client or the asset kept has changed. */
+const fundingFactsChangedCode = "CP005";
 /** Serialisation failures and deadlocks: the transaction can be run again. */
 const retryableCodes = new Set(["40001", "40P01"]);
 
@@ -22,7 +24,8 @@ export type DatabaseError =
   | { kind: "insufficient_funds" }
   | { kind: "unspendable_token" }
   | { kind: "credentials_changed" }
-  | { kind: "signature_used" };
+  | { kind: "signature_used" }
+  | { kind: "funding_facts_changed" };
 
 function pgErrorCode(err: unknown): string | undefined {
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
@@ -46,6 +49,8 @@ export function databaseError(err: unknown): DatabaseError | null {
       return { kind: "credentials_changed" };
     case signatureUsedCode:
       return { kind: "signature_used" };
+    case fundingFactsChangedCode:
+      return { kind: "funding_facts_changed" };
     default:
       return null;
   }

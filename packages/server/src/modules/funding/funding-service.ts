@@ -11,7 +11,14 @@ import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { fundingLegs } from "./funding-legs.ts";
-import { type FundingOrder, fundingFacts, fundOrder } from "./funding-store.ts";
+import {
+  type ClientFacts,
+  type FundingOrder,
+  fundingFacts,
+  fundOrder,
+  type HeldFacts,
+} from "./funding-store.ts";
+import { KeptFundingFacts } from "./kept-facts.ts";
 
 export interface FundingRequest {
   partnerClientId: string;
@@ -25,8 +32,10 @@ export type FundingResult = { ok: true; order: OrderView } | { ok: false; error:
 
 export class FundingService {
   readonly #db: Db;
-  constructor(db: Db) {
+  readonly #kept: KeptFundingFacts;
+  constructor(db: Db, kept: KeptFundingFacts = new KeptFundingFacts()) {
     this.#db = db;
+    this.#kept = kept;
   }
 
   /**
@@ -46,7 +55,9 @@ export class FundingService {
   /**
    * With `signed`, the order's statement also records the request's signature; a replay is then
    * `unauthorized`, and credentials changed since they were kept settle the request by the
-   * partner's row before the order is posted.
+   * partner's row before the order is posted. A client and an asset whose facts this process kept
+   * are judged by them, and the order's statement checks that their rows still hold them; when
+   * they do not, nothing was written, and the request is judged again by the rows.
    */
   async #fund(
     partnerId: string,
@@ -54,32 +65,54 @@ export class FundingService {
     type: "deposit" | "withdrawal",
     signed: SignedWrite | undefined,
   ): Promise<FundingResult> {
+    const held = this.#kept.get(partnerId, req.partnerClientId, req.assetId);
+    if (held !== undefined && passes(held, type)) {
+      const result = await this.#post(partnerId, req, type, signed, held.client, held);
+      if (result !== factsChanged) return result;
+      this.#kept.forget(partnerId, req.partnerClientId, req.assetId);
+    }
+
     // The client and the asset in one round trip; the checks then run in the documented order.
     const facts = await fundingFacts(this.#db, partnerId, req.partnerClientId, req.assetId);
-    const asset = facts.asset;
-    const client = judgeClient(facts.client ?? undefined);
-    const usable =
-      asset !== null &&
-      asset.type === "fiat" &&
-      asset.published &&
-      (type === "deposit" ? asset.depositable : asset.withdrawable);
+    const read =
+      facts.client !== null && facts.asset !== null ? { client: facts.client, asset: facts.asset } : null;
     // The reference comes first (a retry of a withdrawal that already spent the balance learns
     // 2020, and fetches its order, never 3005). When every other check passes, the unique index
     // decides, as fund_order() inserts the order before it moves any balance. Only a request that
     // fails another check looks the reference up: probing it on every request took PostgreSQL's
     // CPU per deposit up by half (docs/decisions.md, "One call per order").
-    if (!client.ok || !usable) {
+    if (read === null || !passes(read, type)) {
+      this.#kept.forget(partnerId, req.partnerClientId, req.assetId);
       if (await refTaken(this.#db, partnerId, req.partnerOrderRef))
         return { ok: false, error: "duplicate_order_ref" };
+      const client = judgeClient(facts.client ?? undefined);
       if (!client.ok) return client;
       return { ok: false, error: "invalid_asset" };
     }
+    this.#kept.keep(partnerId, req.partnerClientId, req.assetId, read);
+    const result = await this.#post(partnerId, req, type, signed, read.client, undefined);
+    // Without facts held, the statement checks none: it cannot answer that they changed.
+    if (result === factsChanged)
+      throw new Error("fund_order answered facts changed for facts it was not given");
+    return result;
+  }
 
-    // The order, its postings and both balances in one statement (fund_order, migration 0011).
-    const { slot, legs } = fundingLegs(type, client.client.id, req.assetId, req.amount);
+  /**
+   * The order, its postings and both balances in one statement (fund_order, migration 0011), for a
+   * request whose client and asset passed; with `held`, the statement first checks them.
+   */
+  async #post(
+    partnerId: string,
+    req: FundingRequest,
+    type: "deposit" | "withdrawal",
+    signed: SignedWrite | undefined,
+    client: ClientFacts,
+    held: HeldFacts | undefined,
+  ): Promise<FundingResult | typeof factsChanged> {
+    const { slot, legs } = fundingLegs(type, client.id, req.assetId, req.amount);
     const order: FundingOrder = {
       partnerId,
-      clientId: client.client.id,
+      clientId: client.id,
       ref: req.partnerOrderRef,
       type,
       assetId: req.assetId,
@@ -89,15 +122,30 @@ export class FundingService {
     };
     try {
       const row = await withRetries(() =>
-        changeSigned(signed, (record) => fundOrder(this.#db, order, record)),
+        changeSigned(signed, (record) => fundOrder(this.#db, order, record, held)),
       );
-      return { ok: true, order: orderView({ ...row, partner_client_id: client.client.partnerClientId }) };
+      return { ok: true, order: orderView({ ...row, partner_client_id: client.partner_client_id }) };
     } catch (err) {
       const kind = databaseError(err)?.kind;
+      if (kind === "funding_facts_changed") return factsChanged;
       if (kind === "insufficient_funds") return { ok: false, error: "insufficient_funds_for_payment" };
       if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
       if (err instanceof WriteRefused) return { ok: false, error: err.errorName };
       throw err;
     }
   }
+}
+
+/** fund_order() found the facts held no longer true: nothing was written. */
+const factsChanged = Symbol("funding facts changed");
+
+/** Whether the client and the asset let a funding request of this type through. */
+function passes(facts: HeldFacts, type: "deposit" | "withdrawal"): boolean {
+  const { asset } = facts;
+  return (
+    judgeClient(facts.client).ok &&
+    asset.type === "fiat" &&
+    asset.published &&
+    (type === "deposit" ? asset.depositable : asset.withdrawable)
+  );
 }

@@ -1,6 +1,6 @@
 // A deposit or withdrawal whose signature its order's statement records (docs/decisions.md, "A
 // signed write recorded in its change's statement"): with the credentials its process kept, it costs
-// two statements and one commit; a replay is a 401 whatever the first request's outcome; a partner
+// one statement and one commit (its client's and asset's facts kept too; else two, the facts read); a replay is a 401 whatever the first request's outcome; a partner
 // disabled, re-keyed, moved to another allow-list or given another budget is judged by its row
 // before anything is written; identical requests at once make one order; and a statement whose
 // connection fails after it committed keeps its 503, never a 401 from finding its own record.
@@ -78,7 +78,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     return { orders: await count("orders"), signatures: await count("used_signatures"), balance };
   }
 
-  test("with the credentials kept, an order costs two statements, and its replay is a 401 that changes nothing", async () => {
+  test("with the credentials and the funding facts kept, an order costs one statement, and its replay is a 401 that changes nothing", async () => {
     const { partner, clientId } = await keptPartner("two-statements");
     for (const request of [deposit("two-1"), withdrawal("two-2", "3")]) {
       const before = await state(partner.id, clientId);
@@ -86,8 +86,9 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
       counted.statements.count = 0;
       const res = await signedPost(second, { ...request, partner, atMs });
       assert.equal(res.statusCode, 200, res.body);
-      // The client and the asset in one; the signature's record and the order in the other.
-      assert.equal(counted.statements.count, 2, request.url);
+      // The signature's record, the client's and the asset's facts witnessed, and the order, in
+      // one statement (keptPartner's deposit had the process keep client-1's and AED's facts).
+      assert.equal(counted.statements.count, 1, request.url);
       const after = await state(partner.id, clientId);
       assert.equal(after.orders, before.orders + 1);
       assert.equal(after.signatures, before.signatures + 1, "recorded with the order");
@@ -272,7 +273,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     const unavailable = '{"code":503,"msg":"Service Unavailable","msg_detail":null}';
     unreachable.armed = true;
     try {
-      // The statement before the order fails: its 503 leaves as it is.
+      // The order's statement fails (the facts are kept, so it is the first): its 503 leaves as it is.
       const res = await signedPost(second, { ...deposit("unreachable-1"), partner, atMs: now() });
       assert.equal(res.body, unavailable);
       assert.equal(res.statusCode, 503);

@@ -1,6 +1,6 @@
 // Queries for funding: the facts a request is judged on, and the order posted in one statement.
 
-import type { Selectable } from "kysely";
+import type { RawBuilder, Selectable } from "kysely";
 import { sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
@@ -13,6 +13,9 @@ export interface FundingFacts {
   client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
   asset: { type: string; published: boolean; depositable: boolean; withdrawable: boolean } | null;
 }
+
+export type ClientFacts = NonNullable<FundingFacts["client"]>;
+export type AssetFacts = NonNullable<FundingFacts["asset"]>;
 
 /** The client and the asset of a funding request, read in one query. */
 export async function fundingFacts(
@@ -45,21 +48,43 @@ export interface FundingOrder {
   slot: number;
 }
 
+/** The facts a request was judged by, as its process kept them (modules/funding/kept-facts.ts). */
+export interface HeldFacts {
+  client: ClientFacts;
+  asset: AssetFacts;
+}
+
+/**
+ * The order's client argument: its id, or, when the request was judged by facts its process kept,
+ * funding_facts_held() (migration 0022), which first checks that the client's and the asset's rows
+ * still hold them (else SQLSTATE CP005, and nothing is written) and then gives the id.
+ */
+function clientArgument(order: FundingOrder, held: HeldFacts | undefined): RawBuilder<unknown> {
+  if (held === undefined) return sql`${order.clientId}`;
+  const { client, asset } = held;
+  if (client.id !== order.clientId) throw new Error("the facts held are not the order's client's");
+  return sql`funding_facts_held(${order.partnerId}::uuid, ${client.id}::bigint, ${client.partner_client_id},
+    ${client.status}, ${client.active}::boolean, ${order.assetId}, ${asset.type}, ${asset.published}::boolean,
+    ${asset.depositable}::boolean, ${asset.withdrawable}::boolean)`;
+}
+
 /**
  * Records a completed bank deposit or withdrawal and posts its legs in one statement, with the
  * database's fund_order() (migration 0011). Throws the database's error (db/errors.ts): funds
  * short for a withdrawal the available balance does not cover, a unique violation on
  * orders_partner_order_ref_key for a reference already taken; with `signed`, the statement also
- * records the request's signature (partnerArgument), and may throw what that raises. Nothing is
- * written, the record included, when it throws.
+ * records the request's signature (partnerArgument), and may throw what that raises; with `held`,
+ * it first checks that the client and the asset are still as kept (clientArgument), and throws
+ * funding_facts_changed when not. Nothing is written, the record included, when it throws.
  */
 export async function fundOrder(
   db: Db | Tx,
   order: FundingOrder,
   signed?: SignatureToRecord,
+  held?: HeldFacts,
 ): Promise<Selectable<OrdersTable>> {
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${order.clientId}, ${order.ref}, ${order.type},
+    SELECT * FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${clientArgument(order, held)}, ${order.ref}, ${order.type},
                              ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
                              ${legArguments(order.legs, order.slot)})
   `.execute(db);
