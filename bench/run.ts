@@ -15,6 +15,8 @@
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone and what each part of it costs, uses the
 //   same, with BENCH_ROUNDS rounds, default 2, BENCH_PARTS, and BENCH_LOOP to measure in one backend)
+//   BENCH_FACTS_DEPOSITS    deposits per slice of funding-facts on PostgreSQL (default 2,000, a
+//                           quarter on PGlite; BENCH_ROUNDS rounds, default 4)
 //   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
@@ -33,6 +35,7 @@ import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { events } from "./scenarios/events.ts";
 import { foundation } from "./scenarios/foundation.ts";
+import { fundingFacts } from "./scenarios/funding-facts.ts";
 import { logging } from "./scenarios/logging.ts";
 import { memory } from "./scenarios/memory.ts";
 import { parse } from "./scenarios/parse.ts";
@@ -48,6 +51,7 @@ const scenarios = [
   statements,
   deposits,
   depositSql,
+  fundingFacts,
   trading,
   events,
   parse,
