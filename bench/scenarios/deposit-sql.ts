@@ -56,15 +56,12 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { generateKeyPair } from "@counterpart/protocol";
 import { sql } from "kysely";
 import pg from "pg";
 import { type Db, openDatabase } from "../../packages/server/src/db/database.ts";
-import { migrate } from "../../packages/server/src/db/migrate.ts";
-import { englishCountryName, seedCatalog } from "../../packages/server/src/modules/catalog/index.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
 import { houseSlots } from "../../packages/server/src/modules/ledger/legs.ts";
-import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
+import { seedBenchPartner } from "../bench-seed.ts";
 import {
   clockTicksPerSecond,
   cpuTicks,
@@ -378,16 +375,7 @@ export const depositSql: Scenario = {
     const database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 2 });
     ctx.cleanup.add("close the bench's database pool", () => database.close());
     const db = database.db;
-    await migrate(database);
-    await seedCatalog(db, englishCountryName);
-    const partnerId = "5f1d3c2a-8b4e-4c6d-9e7f-0a1b2c3d4e5f";
-    const { publicKeyPem } = generateKeyPair();
-    await sql`INSERT INTO partners (id, name, public_key_pem, allowed_ips)
-              VALUES (${partnerId}, 'Bench Partner', ${publicKeyPem}, '{127.0.0.1/32}')`.execute(db);
-    await sql`INSERT INTO partner_keys (id, partner_id, label, public_key_pem)
-              VALUES (gen_random_uuid(), ${partnerId}, 'bench', ${publicKeyPem})`.execute(db);
-    const ids: number[] = [];
-    for (let n = 1; n <= clientCount; n++) ids.push((await insertClient(db, partnerId, n)).id);
+    const { partnerId, publicKeyPem, clientIds: ids } = await seedBenchPartner(database, clientCount);
     const seed: Seed = { partnerId, publicKeyPem, firstClientId: ids[0]! };
     if (ids.some((id, i) => id !== seed.firstClientId + i)) throw new Error("client ids are not consecutive");
 

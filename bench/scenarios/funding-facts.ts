@@ -13,16 +13,13 @@
 // Environment (besides run.ts's): BENCH_DATABASE_URL (see deposits.ts); BENCH_ROUNDS (default 4);
 // BENCH_FACTS_DEPOSITS deposits per slice on PostgreSQL (default 2,000; PGlite a quarter of it).
 
-import { generateKeyPair } from "@counterpart/protocol";
 import { sql } from "kysely";
 import { type DatabaseHandle, openDatabase } from "../../packages/server/src/db/database.ts";
-import { migrate } from "../../packages/server/src/db/migrate.ts";
-import { englishCountryName, seedCatalog } from "../../packages/server/src/modules/catalog/index.ts";
 import { FundingService } from "../../packages/server/src/modules/funding/funding-service.ts";
 import type { HeldFacts } from "../../packages/server/src/modules/funding/funding-store.ts";
 import { KeptFundingFacts } from "../../packages/server/src/modules/funding/kept-facts.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
-import { insertClient } from "../../packages/server/src/testing/fixtures.ts";
+import { seedBenchPartner } from "../bench-seed.ts";
 import { clockTicksPerSecond, cpuTicks, printTable, type Scenario, type ScenarioReport } from "../lib.ts";
 import { freshBenchDatabase, intFromEnv } from "../proc.ts";
 
@@ -69,13 +66,7 @@ export const fundingFacts: Scenario = {
       }
       ctx.cleanup.add(`close the ${backend} database`, () => database.close());
       const db = database.db;
-      await migrate(database);
-      await seedCatalog(db, englishCountryName);
-      const partnerId = "5f1d3c2a-8b4e-4c6d-9e7f-0a1b2c3d4e5f";
-      const { publicKeyPem } = generateKeyPair();
-      await sql`INSERT INTO partners (id, name, public_key_pem, allowed_ips)
-                VALUES (${partnerId}, 'Bench Partner', ${publicKeyPem}, '{127.0.0.1/32}')`.execute(db);
-      for (let n = 1; n <= clientCount; n++) await insertClient(db, partnerId, n);
+      const { partnerId } = await seedBenchPartner(database, clientCount);
       // The one connection's backend (PostgreSQL), whose CPU is read from /proc.
       const backendPid =
         backend === "PostgreSQL"
