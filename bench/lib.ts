@@ -724,6 +724,14 @@ export async function measureTarget(options: {
 // ---------------------------------------------------------------------------------------------
 // Output
 
+/** The median of `xs` (the mean of the two middle values when their number is even). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  if (s.length === 0) return Number.NaN;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export function printTable(title: string, headers: string[], rows: string[][]): void {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) =>

@@ -4,8 +4,9 @@
 // argument (docs/decisions.md, "A signed write recorded in its change's statement") and
 // funding_facts_held() as its client argument ("Funding facts witnessed in the order's statement"),
 // prepared as the service prepares it, on a fresh database with the project's schema, 20
-// connections (the two API processes' pools of 10). Then the same with one part of that work taken away at a time, on that
-// database only, each run beside a run of the whole path in the same round, rounds alternated:
+// connections (the two API processes' pools of 10). Then the same with one part of that work taken
+// away at a time, on that database only, each run beside a run of the whole path in the same round,
+// rounds alternated:
 //
 //   the signature's record   fund_order() given the partner's id instead of record_signature()
 //   the facts witnessed      the client and the asset read by a statement of their own, and
@@ -66,6 +67,7 @@ import {
   clockTicksPerSecond,
   cpuTicks,
   fixed,
+  median,
   printTable,
   type Scenario,
   type ScenarioReport,
@@ -349,12 +351,6 @@ const parts: Part[] = [
     },
   },
 ];
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function minMax(xs: readonly number[]): [number, number] {
   return [Math.min(...xs), Math.max(...xs)];

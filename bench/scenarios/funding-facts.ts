@@ -20,7 +20,14 @@ import type { HeldFacts } from "../../packages/server/src/modules/funding/fundin
 import { KeptFundingFacts } from "../../packages/server/src/modules/funding/kept-facts.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
 import { seedBenchPartner } from "../bench-seed.ts";
-import { clockTicksPerSecond, cpuTicks, printTable, type Scenario, type ScenarioReport } from "../lib.ts";
+import {
+  clockTicksPerSecond,
+  cpuTicks,
+  median,
+  printTable,
+  type Scenario,
+  type ScenarioReport,
+} from "../lib.ts";
 import { freshBenchDatabase, intFromEnv } from "../proc.ts";
 
 const clientCount = 16;
@@ -38,9 +45,6 @@ interface Side {
   processUs: number[];
   backendUs: number[];
 }
-
-const median = (xs: readonly number[]) =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 export const fundingFacts: Scenario = {
   name: "funding-facts",
