@@ -61,6 +61,12 @@ export const limits = {
    * order's statement"); past this many the oldest kept goes. Assets are kept under the same bound.
    */
   fundingFactsKeptMax: 10_000,
+  /**
+   * Quotes a process keeps after making them (their token's hash, terms and client's facts), to
+   * execute them without a statement of their own (docs/decisions.md, "An execute by the quote its
+   * process kept"); past this many the oldest kept goes, and its execute reads the quote instead.
+   */
+  quotesKeptMax: 10_000,
   /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,

@@ -15,6 +15,8 @@ const credentialsChangedCode = "CP003";
 const signatureUsedCode = "CP004";
 /** Raised by funding_facts_held() (migration 0022): the client or the asset kept has changed. */
 const fundingFactsChangedCode = "CP005";
+/** Raised by client_standing_held() (migration 0023): the client kept with a quote has changed. */
+const clientStandingChangedCode = "CP006";
 /** Serialisation failures and deadlocks: the transaction can be run again. */
 const retryableCodes = new Set(["40001", "40P01"]);
 
@@ -25,7 +27,8 @@ export type DatabaseError =
   | { kind: "unspendable_token" }
   | { kind: "credentials_changed" }
   | { kind: "signature_used" }
-  | { kind: "funding_facts_changed" };
+  | { kind: "funding_facts_changed" }
+  | { kind: "client_standing_changed" };
 
 function pgErrorCode(err: unknown): string | undefined {
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
@@ -51,6 +54,8 @@ export function databaseError(err: unknown): DatabaseError | null {
       return { kind: "signature_used" };
     case fundingFactsChangedCode:
       return { kind: "funding_facts_changed" };
+    case clientStandingChangedCode:
+      return { kind: "client_standing_changed" };
     default:
       return null;
   }

@@ -5,6 +5,7 @@
 // 0022); when they do not, the facts are forgotten and read again.
 
 import { limits } from "../../config/limits.ts";
+import { checkedBound, putBounded } from "../../platform/bounded-map.ts";
 import type { AssetFacts, ClientFacts, HeldFacts } from "./funding-store.ts";
 
 export class KeptFundingFacts {
@@ -13,8 +14,7 @@ export class KeptFundingFacts {
   readonly #max: number;
 
   constructor(max: number = limits.fundingFactsKeptMax) {
-    if (!Number.isInteger(max) || max < 1) throw new Error(`bad bound on kept funding facts: ${max}`);
-    this.#max = max;
+    this.#max = checkedBound(max, "kept funding facts");
   }
 
   /** The facts kept for this client and asset, when both are kept. */
@@ -28,8 +28,13 @@ export class KeptFundingFacts {
 
   /** Keeps the facts just read from the rows; past the bound, the oldest kept goes. */
   keep(partnerId: string, partnerClientId: string, assetId: string, facts: HeldFacts): void {
-    put(this.#clients, clientKey(partnerId, partnerClientId), Object.freeze({ ...facts.client }), this.#max);
-    put(this.#assets, assetId, Object.freeze({ ...facts.asset }), this.#max);
+    putBounded(
+      this.#clients,
+      clientKey(partnerId, partnerClientId),
+      Object.freeze({ ...facts.client }),
+      this.#max,
+    );
+    putBounded(this.#assets, assetId, Object.freeze({ ...facts.asset }), this.#max);
   }
 
   /** Forgets what was kept of this client and asset (their rows no longer hold it). */
@@ -47,13 +52,4 @@ export class KeptFundingFacts {
 /** A partner's id is a UUID (fixed length, no colon), so the key cannot be ambiguous. */
 function clientKey(partnerId: string, partnerClientId: string): string {
   return `${partnerId}:${partnerClientId}`;
-}
-
-function put<T>(map: Map<string, T>, key: string, value: T, max: number): void {
-  map.delete(key);
-  if (map.size >= max) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-  map.set(key, value);
 }

@@ -12,9 +12,17 @@ import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
+import { KeptQuotes } from "./kept-quotes.ts";
 import { finerThanAsset, priceQuote, requiredFunds, type Side } from "./quote.ts";
 import { tradeLegs } from "./trade-legs.ts";
-import { executeQuote, findExecutionFacts, findQuoteFacts, insertQuote } from "./trading-store.ts";
+import {
+  executeQuote,
+  findExecutionFacts,
+  findQuoteFacts,
+  insertQuote,
+  type QuoteTerms,
+  type TradingClient,
+} from "./trading-store.ts";
 import { type QuoteView, quoteView } from "./trading-views.ts";
 
 export const tokenPattern = /^qt_[A-Za-z0-9_-]{43}$/;
@@ -57,12 +65,20 @@ export class TradingService {
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #staleAfterSeconds: number;
+  readonly #kept: KeptQuotes;
 
-  constructor(db: Db, clock: Clock, random: Random, options: { priceStaleAfterSeconds: number }) {
+  constructor(
+    db: Db,
+    clock: Clock,
+    random: Random,
+    options: { priceStaleAfterSeconds: number },
+    kept: KeptQuotes = new KeptQuotes(),
+  ) {
     this.#db = db;
     this.#clock = clock;
     this.#random = random;
     this.#staleAfterSeconds = options.priceStaleAfterSeconds;
+    this.#kept = kept;
   }
 
   /**
@@ -157,67 +173,131 @@ export class TradingService {
       if (err instanceof WriteRefused) return { ok: false, error: err.errorName, detail: null };
       throw err;
     }
+    // The facts client.ok was decided on (facts.client is not null when it passed).
+    const judged = facts.client;
+    if (judged !== null) {
+      this.#kept.keep(row.tokenHash, {
+        partnerId,
+        client: judged,
+        terms: {
+          pair_id: pair.id,
+          base_id: pair.base_id,
+          quote_id: pair.quote_id,
+          side: req.side,
+          price: priced.price,
+          base_amount: priced.baseAmount,
+          quote_amount: priced.quoteAmount,
+          fee: priced.fee,
+          vat: priced.vat,
+        },
+      });
+    }
     return { ok: true, quote: quoteView(priced, vatStored, pair.lifetime_s, token) };
   }
 
   /**
    * Errors, in this order: duplicate_order_ref (2020), invalid_client, client_not_verified,
    * client_deactivated (2008-2010), invalid_trading_token (4008). Funds gone since the quote give an
-   * order in status `rejected`, not an error.
+   * order in status `rejected`, not an error. A token whose quote this process made and kept, for
+   * the same partner's client, is executed by the kept terms and client's facts, and the order's
+   * statement checks that the client's row still holds them; when it does not, nothing was
+   * written, and the request is judged again by the rows.
    */
   async execute(partnerId: string, req: ExecuteRequest, signed?: SignedWrite): Promise<ExecuteResult> {
     const tokenHash = hashToken(req.token);
+    const kept = this.#kept.get(tokenHash);
+    if (
+      kept !== undefined &&
+      kept.partnerId === partnerId &&
+      kept.client.partner_client_id === req.partnerClientId &&
+      judgeClient(kept.client).ok
+    ) {
+      const result = await this.#spend(partnerId, req, tokenHash, signed, kept.client, kept.terms, true);
+      if (result !== standingChanged) return result;
+    }
+
     const facts = await findExecutionFacts(this.#db, partnerId, req.partnerClientId, tokenHash, this.#clock);
     const client = judgeClient(facts.client ?? undefined);
     const quote = client.ok ? facts.quote : undefined;
     // The reference comes first. When the client and the token pass, the unique index decides: the
     // order row goes in before the token is spent or any balance moves. Only a request that fails
     // another check looks its reference up (as funding does).
-    if (!client.ok || quote === undefined) {
+    if (facts.client === null || !client.ok || quote === undefined) {
       if (req.partnerOrderRef !== null && (await refTaken(this.#db, partnerId, req.partnerOrderRef))) {
         return { ok: false, error: "duplicate_order_ref" };
       }
       return client.ok ? { ok: false, error: "invalid_trading_token" } : client;
     }
+    const result = await this.#spend(partnerId, req, tokenHash, signed, facts.client, quote, false);
+    // Without the client held, the statement checks none: it cannot answer that it changed.
+    if (result === standingChanged)
+      throw new Error("execute_quote answered the client changed for a client it was not given");
+    return result;
+  }
 
+  /**
+   * The order, the spent quote and the posting in one statement (execute_quote, migration 0009,
+   * its terms checked since 0023), for a request whose client passed; with `held`, the statement
+   * first checks that the client's row is still as kept. The order row goes in first: a concurrent
+   * request with the same reference waits on the unique index and then gets 2020, never 4008 or a
+   * rejection caused by the winner.
+   */
+  async #spend(
+    partnerId: string,
+    req: ExecuteRequest,
+    tokenHash: Buffer,
+    signed: SignedWrite | undefined,
+    client: TradingClient,
+    terms: QuoteTerms,
+    held: boolean,
+  ): Promise<ExecuteResult | typeof standingChanged> {
     const { slot, legs } = tradeLegs({
-      clientId: client.client.id,
-      side: quote.side,
-      baseId: quote.base_id,
-      quoteId: quote.quote_id,
-      baseAmount: quote.base_amount,
-      quoteAmount: quote.quote_amount,
-      fee: quote.fee,
-      vat: quote.vat,
+      clientId: client.id,
+      side: terms.side,
+      baseId: terms.base_id,
+      quoteId: terms.quote_id,
+      baseAmount: terms.base_amount,
+      quoteAmount: terms.quote_amount,
+      fee: terms.fee,
+      vat: terms.vat,
     });
-
-    // The order, the spent quote and the posting in one statement (execute_quote, migration 0009).
-    // The order row goes in first: a concurrent request with the same reference waits on the
-    // unique index and then gets 2020, never 4008 or a rejection caused by the winner.
+    const execution = {
+      partnerId,
+      clientId: client.id,
+      ref: req.partnerOrderRef,
+      tokenHash,
+      clock: this.#clock,
+      quote: terms,
+      legs,
+      slot,
+    };
     try {
-      const execution = {
-        partnerId,
-        clientId: client.client.id,
-        ref: req.partnerOrderRef,
-        tokenHash,
-        clock: this.#clock,
-        quote,
-        legs,
-        slot,
-      };
       const order = await withRetries(() =>
-        changeSigned(signed, (record) => executeQuote(this.#db, execution, record)),
+        changeSigned(signed, (record) =>
+          executeQuote(this.#db, execution, record, held ? client : undefined),
+        ),
       );
-      return { ok: true, order: orderView({ ...order, partner_client_id: client.client.partnerClientId }) };
+      this.#kept.forget(tokenHash);
+      return { ok: true, order: orderView({ ...order, partner_client_id: client.partner_client_id }) };
     } catch (err) {
-      if (databaseError(err)?.kind === "unspendable_token")
+      const kind = databaseError(err)?.kind;
+      if (kind === "client_standing_changed") {
+        this.#kept.forget(tokenHash);
+        return standingChanged;
+      }
+      if (kind === "unspendable_token") {
+        this.#kept.forget(tokenHash);
         return { ok: false, error: "invalid_trading_token" };
+      }
       if (isDuplicateOrderRef(err)) return { ok: false, error: "duplicate_order_ref" };
       if (err instanceof WriteRefused) return { ok: false, error: err.errorName };
       throw err;
     }
   }
 }
+
+/** execute_quote() found the client held no longer as kept: nothing was written. */
+const standingChanged = Symbol("client standing changed");
 
 /** A percentage at scale 8 (0 to 100, at most 4 decimals) as stored and shown: at scale 4. */
 function percentageText(value: bigint): string {

@@ -80,10 +80,18 @@ function tradingPair(r: TradingPairText): TradingPair {
   };
 }
 
+/** A partner's client as a quote or an execute is judged on it (judgeClient decides). */
+export interface TradingClient {
+  id: number;
+  partner_client_id: string;
+  status: string;
+  active: boolean;
+}
+
 /** What a quote is decided on, read in one statement. */
 export interface QuoteFacts {
-  /** The partner's client (judgeClient decides on it), null when there is none. */
-  client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
+  /** The partner's client, null when there is none. */
+  client: TradingClient | null;
   /** The pair as the partner sees it (pairQuery), undefined when absent or withheld. */
   pair: TradingPair | undefined;
   /** The client's available balances (balance − held) of the pair's base and quote assets; 0 without an account. */
@@ -147,6 +155,9 @@ export interface QuoteRow {
   vat: bigint;
 }
 
+/** What an execute trades: a quote's terms, without its row's id. */
+export type QuoteTerms = Omit<QuoteRow, "id">;
+
 type QuoteRowText = Omit<QuoteRow, "price" | "base_amount" | "quote_amount" | "fee" | "vat"> & {
   price: string;
   base_amount: string;
@@ -193,7 +204,7 @@ export interface QuoteExecution {
   ref: string | null;
   tokenHash: Buffer;
   clock: Clock;
-  quote: QuoteRow;
+  quote: QuoteTerms;
   /** The trade's legs and house slot (tradeLegs()). */
   legs: readonly Leg[];
   slot: number;
@@ -205,13 +216,16 @@ export interface QuoteExecution {
  * since the quote leave the order rejected, nothing posted and the quote spent. Throws the
  * database's error (db/errors.ts): an unspendable token, a unique violation on
  * orders_partner_order_ref_key for a reference already taken; with `signed`, the statement also
- * records the request's signature (partnerArgument), and may throw what that raises. Nothing is
- * written, the record included, when it throws.
+ * records the request's signature (partnerArgument), and may throw what that raises; with `held`,
+ * it first checks that the client is still as kept (clientArgument), and throws
+ * client_standing_changed when not. The function checks the terms given against the quote's row
+ * (migration 0023). Nothing is written, the record included, when it throws.
  */
 export async function executeQuote(
   db: Q,
   e: QuoteExecution,
   signed?: SignatureToRecord,
+  held?: TradingClient,
 ): Promise<Selectable<OrdersTable>> {
   const q = e.quote;
   const buying = q.side === "buy";
@@ -219,7 +233,7 @@ export async function executeQuote(
   const quote = moneyToPg(q.quote_amount);
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
     SELECT * FROM execute_quote(
-      ${partnerArgument(e.partnerId, signed)}, ${e.clientId}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
+      ${partnerArgument(e.partnerId, signed)}, ${clientArgument(e, held)}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
       ${buying ? base : quote}::numeric, ${buying ? q.base_id : q.quote_id},
       ${buying ? quote : base}::numeric, ${buying ? q.quote_id : q.base_id},
       ${moneyToPg(q.fee)}::numeric, ${q.quote_id}, ${moneyToPg(q.vat)}::numeric, ${legArguments(e.legs, e.slot)})
@@ -227,6 +241,18 @@ export async function executeQuote(
   const row = rows[0];
   if (row === undefined) throw new Error("execute_quote returned no order");
   return row;
+}
+
+/**
+ * The execute's client argument: its id, or, when the request was judged by the client's facts its
+ * process kept with the quote, client_standing_held() (migration 0023), which first checks that the
+ * client's row still holds them (else SQLSTATE CP006, and nothing is written) and then gives the id.
+ */
+function clientArgument(e: QuoteExecution, held: TradingClient | undefined): RawBuilder<unknown> {
+  if (held === undefined) return sql`${e.clientId}`;
+  if (held.id !== e.clientId) throw new Error("the client held is not the execution's client");
+  return sql`client_standing_held(${e.partnerId}::uuid, ${held.id}::bigint, ${held.partner_client_id},
+    ${held.status}, ${held.active}::boolean)`;
 }
 
 function quoteRow(r: QuoteRowText): QuoteRow {
@@ -243,7 +269,7 @@ function quoteRow(r: QuoteRowText): QuoteRow {
 /** What an execution is decided on, read in one statement (without locking). */
 export interface ExecutionFacts {
   /** The partner's client (judgeClient decides on it), null when there is none. */
-  client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
+  client: TradingClient | null;
   /** The quote behind the token, if this client may still execute it: unspent and not expired. */
   quote: QuoteRow | undefined;
 }
