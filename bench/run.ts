@@ -17,6 +17,8 @@
 //   same, with BENCH_ROUNDS rounds, default 2, BENCH_PARTS, and BENCH_LOOP to measure in one backend)
 //   BENCH_FACTS_DEPOSITS    deposits per slice of funding-facts on PostgreSQL (default 2,000, a
 //                           quarter on PGlite; BENCH_ROUNDS rounds, default 4)
+//   BENCH_EXECUTE_PAIRS     quote → execute pairs per slice of execute-kept on PostgreSQL (default
+//                           1,000, a quarter on PGlite; BENCH_ROUNDS rounds, default 4)
 //   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
@@ -34,6 +36,7 @@ import { Cleanup, environmentInfo, type ScenarioReport, tempDir, writeResults } 
 import { depositSql } from "./scenarios/deposit-sql.ts";
 import { deposits } from "./scenarios/deposits.ts";
 import { events } from "./scenarios/events.ts";
+import { executeKept } from "./scenarios/execute-kept.ts";
 import { foundation } from "./scenarios/foundation.ts";
 import { fundingFacts } from "./scenarios/funding-facts.ts";
 import { logging } from "./scenarios/logging.ts";
@@ -53,6 +56,7 @@ const scenarios = [
   depositSql,
   fundingFacts,
   trading,
+  executeKept,
   events,
   parse,
   logging,

@@ -1,0 +1,129 @@
+// What a process keeps between requests, measured against reading it again: one service path run
+// with what it keeps (kept facts witnessed in the order's statement) and the same service told to
+// keep nothing (every request reads its facts by a statement of its own, the reference). In
+// process, through the service's own classes on one database, so both sides judge, write and
+// answer alike and differ only by what is kept. Sequential operations (no signature: the record is
+// the same on both sides), slices alternated, on PGlite (the sandbox's database, in this process)
+// and on PostgreSQL (a fresh database, one connection). Per side: this process's CPU per operation
+// (PGlite's PostgreSQL included, as it runs here) and, on PostgreSQL, the backend's, from /proc; the
+// ratio is the kept side's total over the reference's. Used by funding-facts and execute-kept.
+
+import { sql } from "kysely";
+import { type DatabaseHandle, openDatabase } from "../packages/server/src/db/database.ts";
+import { checkLedger } from "../packages/server/src/modules/ledger/ledger-store.ts";
+import { seedBenchPartner } from "./bench-seed.ts";
+import {
+  clockTicksPerSecond,
+  cpuTicks,
+  median,
+  printTable,
+  type ScenarioContext,
+  type ScenarioReport,
+} from "./lib.ts";
+import { freshBenchDatabase, intFromEnv } from "./proc.ts";
+
+/** The two sides on one seeded database: each runs `n` operations one after the other. */
+export interface KeptVsReadSides {
+  kept: (n: number) => Promise<void>;
+  read: (n: number) => Promise<void>;
+}
+
+export interface KeptVsRead {
+  name: string;
+  /** One operation, as the table says it ("deposit", "quote → execute pair"). */
+  op: string;
+  /** What is kept, as the table's rows say it ("facts", "quote"). */
+  what: string;
+  /** Operations per slice on PostgreSQL: the variable and its default (PGlite runs a quarter). */
+  opsEnv: string;
+  opsDefault: number;
+  /** Verified clients of the bench's partner. */
+  clients: number;
+  /** The two sides on `database`, seeded with the bench's partner. */
+  sides(database: DatabaseHandle, partnerId: string): Promise<KeptVsReadSides>;
+}
+
+interface Measured {
+  name: "kept" | "read";
+  run: (n: number) => Promise<void>;
+  processUs: number[];
+  backendUs: number[];
+}
+
+export async function runKeptVsRead(ctx: ScenarioContext, spec: KeptVsRead): Promise<ScenarioReport> {
+  const rounds = intFromEnv("BENCH_ROUNDS", 4, 1, 20);
+  const pgOps = intFromEnv(spec.opsEnv, spec.opsDefault, 10, 1_000_000);
+  const hz = clockTicksPerSecond();
+  const rows: string[][] = [];
+  const ratios: Record<string, number> = {};
+  const report: Record<string, unknown> = {};
+  let ok = true;
+
+  for (const backend of ["PGlite", "PostgreSQL"] as const) {
+    let database: DatabaseHandle;
+    if (backend === "PGlite") {
+      database = await openDatabase({ databaseUrl: null, pgliteDir: null });
+    } else {
+      const { databaseUrl } = await freshBenchDatabase(ctx.cleanup);
+      database = await openDatabase({ databaseUrl, pgliteDir: null, poolSize: 1 });
+    }
+    ctx.cleanup.add(`close the ${backend} database`, () => database.close());
+    const db = database.db;
+    const { partnerId } = await seedBenchPartner(database, spec.clients);
+    // The one connection's backend (PostgreSQL), whose CPU is read from /proc.
+    const backendPid =
+      backend === "PostgreSQL"
+        ? (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db)).rows[0]!.pid
+        : null;
+
+    const given = await spec.sides(database, partnerId);
+    const sides: Measured[] = [
+      { name: "kept", run: given.kept, processUs: [], backendUs: [] },
+      { name: "read", run: given.read, processUs: [], backendUs: [] },
+    ];
+    const ops = backend === "PGlite" ? Math.max(10, Math.floor(pgOps / 4)) : pgOps;
+    process.stdout.write(`bench: ${backend}, ${rounds} rounds of ${ops} per side (${spec.op})\n`);
+    for (const side of sides) await side.run(Math.ceil(ops / 4)); // plans, caches, JIT
+    for (let round = 0; round < rounds; round++) {
+      // Kept first in even rounds, read first in odd ones: the host's drift falls on both.
+      const order = round % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) {
+        const ticks = backendPid === null ? 0 : cpuTicks(backendPid);
+        const before = process.cpuUsage();
+        await side.run(ops);
+        const used = process.cpuUsage(before);
+        side.processUs.push((used.user + used.system) / ops);
+        if (backendPid !== null) side.backendUs.push(((cpuTicks(backendPid) - ticks) / hz / ops) * 1e6);
+      }
+    }
+    const problems = await checkLedger(db);
+    if (problems.length > 0) {
+      ok = false;
+      process.stdout.write(`bench: ${backend}: the ledger check found ${problems.length} problems\n`);
+    }
+    const total = (s: Measured) => median(s.processUs) + (backendPid === null ? 0 : median(s.backendUs));
+    const [kept, read] = sides as [Measured, Measured];
+    const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(", ");
+    for (const s of sides) {
+      rows.push([
+        `${backend}, ${spec.what} ${s.name === "kept" ? "kept, witnessed in the order's statement" : "read by a statement of its own (reference)"}`,
+        list(s.processUs),
+        backendPid === null ? "-" : list(s.backendUs),
+        total(s).toFixed(0),
+      ]);
+    }
+    ratios[`${backend}: kept ÷ read, CPU per ${spec.op}`] = total(kept) / total(read);
+    report[backend] = {
+      per_slice: ops,
+      kept: { process_us: kept.processUs, backend_us: kept.backendUs },
+      read: { process_us: read.processUs, backend_us: read.backendUs },
+    };
+  }
+  printTable(
+    `${spec.what} kept against read (µs of CPU per ${spec.op}, sequential, in process; by round)`,
+    ["side", "this process (PGlite's PostgreSQL in it)", "PostgreSQL backend", "total (medians)"],
+    rows,
+  );
+  for (const [k, v] of Object.entries(ratios)) process.stdout.write(`${k}: ${v.toFixed(2)}\n`);
+  return { name: spec.name, ok, targets: [], ratios, serverProblems: {}, notes: [], ...report };
+}
