@@ -101,6 +101,13 @@ describe("the sandbox process", () => {
     assert.match(text, /^counterpart_connections_refused_total\{cap="address"\} 0$/m);
     assert.match(text, /^counterpart_connections_refused_total\{cap="listener"\} 0$/m);
     assert.match(text, /^counterpart_connections_open \d+$/m);
+    // How deposits, withdrawals and executes were judged: every series there from the start.
+    for (const use of ["deposit", "withdrawal", "execute"])
+      for (const outcome of ["kept", "changed", "read"])
+        assert.match(
+          text,
+          new RegExp(`^counterpart_kept_facts_total\\{use="${use}",outcome="${outcome}"\\} 0$`, "m"),
+        );
   });
 
   test("the admin API needs its bearer token", async () => {

@@ -227,6 +227,7 @@ function urlOf(app: FastifyInstance | null): string | null {
 /** The services' own metrics, exported with the HTTP ones. */
 function registerServiceMetrics(services: Services, metrics: HttpMetrics): void {
   if (services.rateLimiter !== null) metrics.registry.registerMetric(services.rateLimiter.failOpen);
+  metrics.registry.registerMetric(services.keptFacts);
 }
 
 async function runSingle(config: Config): Promise<RunningServer> {

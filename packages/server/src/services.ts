@@ -14,16 +14,17 @@ import {
 import { ClientsService } from "./modules/clients/index.ts";
 import { DocumentsService, FileUrlSigner } from "./modules/documents/index.ts";
 import { EventsService } from "./modules/events/index.ts";
-import { FundingService } from "./modules/funding/index.ts";
+import { FundingService, KeptFundingFacts } from "./modules/funding/index.ts";
 import { BalancesService, LedgerAdminService } from "./modules/ledger/index.ts";
 import { OperatorsService } from "./modules/operators/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService, RateLimiter } from "./modules/partners/index.ts";
 import { RecordsService } from "./modules/records/index.ts";
-import { TradingAdminService, TradingService } from "./modules/trading/index.ts";
+import { KeptQuotes, TradingAdminService, TradingService } from "./modules/trading/index.ts";
 import { systemResolver, WebhookSigner, WebhooksService } from "./modules/webhooks/index.ts";
 import type { Clock } from "./platform/clock.ts";
 import { type FileStore, LocalFileStore } from "./platform/file-store.ts";
+import { type KeptFactsCounter, keptFactsCounter } from "./platform/kept-facts-metric.ts";
 import type { Random } from "./platform/random.ts";
 import { SharedState } from "./platform/redis.ts";
 import { folderSecret, folderSigningKey } from "./sandbox.ts";
@@ -53,6 +54,8 @@ export interface Services {
   readonly balances: BalancesService;
   readonly orders: OrdersService;
   readonly trading: TradingService;
+  /** How deposits, withdrawals and executes were judged: by facts kept or read (on /metrics). */
+  readonly keptFacts: KeptFactsCounter;
   readonly fileStore: FileStore;
   readonly clients: ClientsService;
   readonly documents: DocumentsService;
@@ -159,6 +162,7 @@ export function buildServices(deps: {
           logger: deps.logger,
           commandMs: config.redisTimeoutMs,
         });
+  const keptFacts = keptFactsCounter();
   return {
     ...deps,
     sharedState,
@@ -167,12 +171,18 @@ export function buildServices(deps: {
     partners: new PartnersService(db, deps.clock, deps.random),
     catalog: new CatalogService(db),
     priceFeed,
-    funding: new FundingService(db),
+    keptFacts,
+    funding: new FundingService(db, new KeptFundingFacts(), keptFacts),
     balances: new BalancesService(db),
     orders,
-    trading: new TradingService(db, deps.clock, deps.random, {
-      priceStaleAfterSeconds: deps.config.priceStaleAfterSeconds,
-    }),
+    trading: new TradingService(
+      db,
+      deps.clock,
+      deps.random,
+      { priceStaleAfterSeconds: deps.config.priceStaleAfterSeconds },
+      new KeptQuotes(),
+      keptFacts,
+    ),
     fileStore,
     clients: new ClientsService(db, deps.clock, { legalAgeYears: config.legalAgeYears }),
     documents,

@@ -8,6 +8,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId } from "kysely";
 import { buildPartnerApp } from "../app.ts";
 import { type DatabaseHandle, DatabaseUnavailableError } from "../db/database.ts";
+import type { KeptFactsOutcome, KeptFactsUse } from "../platform/kept-facts-metric.ts";
 import { systemRandom } from "../platform/random.ts";
 import { buildServices } from "../services.ts";
 import type { TestContext, TestPartner } from "./harness.ts";
@@ -30,6 +31,8 @@ export class StatementCounter implements KyselyPlugin {
 export interface CountedProcess {
   app: FastifyInstance;
   statements: StatementCounter;
+  /** How this process judged its deposits, withdrawals and executes (counterpart_kept_facts_total). */
+  judged(use: KeptFactsUse, outcome: KeptFactsOutcome): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -59,7 +62,11 @@ export async function startCountedProcess(
   });
   const app = buildPartnerApp(services, { logger: false });
   await app.ready();
-  return { app, statements, close: () => app.close() };
+  const judged = async (use: KeptFactsUse, outcome: KeptFactsOutcome) => {
+    const { values } = await services.keptFacts.get();
+    return values.find((v) => v.labels.use === use && v.labels.outcome === outcome)?.value ?? 0;
+  };
+  return { app, statements, judged, close: () => app.close() };
 }
 
 /**

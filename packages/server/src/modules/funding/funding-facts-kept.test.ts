@@ -88,6 +88,12 @@ describe("funding facts kept by a process", () => {
 
   test("with the facts kept, a deposit or a withdrawal costs one statement; a new client or asset is read first", async () => {
     const { partner } = await keptClient("one-statement");
+    const deposits = async () => ({
+      kept: await counted.judged("deposit", "kept"),
+      read: await counted.judged("deposit", "read"),
+      withdrawalsKept: await counted.judged("withdrawal", "kept"),
+    });
+    const counts = await deposits();
     for (const request of [post(partner, "deposits", "one-1"), post(partner, "withdrawals", "one-2", "5")]) {
       counted.statements.count = 0;
       const res = await signedPost(second, request);
@@ -104,6 +110,12 @@ describe("funding facts kept by a process", () => {
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(counted.statements.count, statements, ref);
     }
+    // On /metrics (counterpart_kept_facts_total): AED and the second USD kept, the first USD read.
+    assert.deepEqual(await deposits(), {
+      kept: counts.kept + 2,
+      read: counts.read + 1,
+      withdrawalsKept: counts.withdrawalsKept + 1,
+    });
   });
 
   test("a client's status or standing changed since the facts were kept: refused as the row says, nothing written", async () => {
@@ -116,10 +128,13 @@ describe("funding facts kept by a process", () => {
     let n = 0;
     for (const [what, change, code, restore] of cases) {
       await admin(`${base}/${what}`, change);
+      const changed = await counted.judged("deposit", "changed");
       for (const kind of ["deposits", "withdrawals"] as const) {
         const res = await answered(post(partner, kind, `client-changed-${n++}`, "1"), partner.id, clientId);
         assertAnswer(res, 400, code, `${what} changed, ${kind}`);
       }
+      // The deposit found the kept facts changed; the withdrawal, with nothing kept any more, read.
+      assert.equal(await counted.judged("deposit", "changed"), changed + 1, `${what}: on /metrics`);
       await admin(`${base}/${what}`, restore);
       const res = await answered(
         post(partner, "deposits", `client-changed-${n++}`, "1"),

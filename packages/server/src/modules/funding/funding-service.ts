@@ -7,6 +7,7 @@ import type { ErrorName } from "@counterpart/protocol";
 import type { Db } from "../../db/database.ts";
 import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
 import { withRetries } from "../../db/transaction.ts";
+import { type KeptFactsCounter, keptFactsCounter } from "../../platform/kept-facts-metric.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
@@ -33,9 +34,15 @@ export type FundingResult = { ok: true; order: OrderView } | { ok: false; error:
 export class FundingService {
   readonly #db: Db;
   readonly #kept: KeptFundingFacts;
-  constructor(db: Db, kept: KeptFundingFacts = new KeptFundingFacts()) {
+  readonly #judged: KeptFactsCounter;
+  constructor(
+    db: Db,
+    kept: KeptFundingFacts = new KeptFundingFacts(),
+    judged: KeptFactsCounter = keptFactsCounter(),
+  ) {
     this.#db = db;
     this.#kept = kept;
+    this.#judged = judged;
   }
 
   /**
@@ -68,8 +75,14 @@ export class FundingService {
     const held = this.#kept.get(partnerId, req.partnerClientId, req.assetId);
     if (held !== undefined && passes(held, type)) {
       const result = await this.#post(partnerId, req, type, signed, held.client, held);
-      if (result !== factsChanged) return result;
+      if (result !== factsChanged) {
+        this.#judged.inc({ use: type, outcome: "kept" });
+        return result;
+      }
       this.#kept.forget(partnerId, req.partnerClientId, req.assetId);
+      this.#judged.inc({ use: type, outcome: "changed" });
+    } else {
+      this.#judged.inc({ use: type, outcome: "read" });
     }
 
     // The client and the asset in one round trip; the checks then run in the documented order.

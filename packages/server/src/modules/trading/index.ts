@@ -1,3 +1,4 @@
+export { KeptQuotes } from "./kept-quotes.ts";
 export { type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
 export { tradeLegs } from "./trade-legs.ts";
 export { type AdminResult, type PairRow, TradingAdminService } from "./trading-admin.ts";

@@ -114,6 +114,13 @@ describe("quotes kept by the process that made them", () => {
     return res;
   }
 
+  /** How `second` judged its executes so far (counterpart_kept_facts_total). */
+  const judged = async () => ({
+    kept: await counted.judged("execute", "kept"),
+    changed: await counted.judged("execute", "changed"),
+    read: await counted.judged("execute", "read"),
+  });
+
   const admin = async (url: string, body: unknown) => {
     const res = await ctx.adminRequest("PUT", url, body);
     assert.equal(res.statusCode, 200, res.body);
@@ -123,6 +130,7 @@ describe("quotes kept by the process that made them", () => {
     const { partner, clientId } = await fundedClient("one-statement");
     const before = await state(partner.id, clientId);
     const token = tokenOf(await signedPost(second, quote(partner)));
+    const counts = await judged();
     counted.statements.count = 0;
     const res = await answered(second, execute(partner, token, "one-1"), partner.id, clientId);
     assert.equal(res.statusCode, 200, res.body);
@@ -137,6 +145,11 @@ describe("quotes kept by the process that made them", () => {
     const read = await answered(second, execute(partner, elsewhere, "one-2"), partner.id, clientId);
     assert.equal(read.statusCode, 200, read.body);
     assert.equal(counted.statements.count, 2, "made by another process: the quote read first");
+    assert.deepEqual(
+      await judged(),
+      { ...counts, kept: counts.kept + 1, read: counts.read + 1 },
+      "on /metrics",
+    );
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
   });
 
@@ -151,6 +164,7 @@ describe("quotes kept by the process that made them", () => {
     for (const [what, change, code, restore] of cases) {
       const token = tokenOf(await signedPost(second, quote(partner)));
       await admin(`${base}/${what}`, change);
+      const counts = await judged();
       const res = await answered(
         second,
         execute(partner, token, `client-changed-${n++}`),
@@ -158,6 +172,7 @@ describe("quotes kept by the process that made them", () => {
         clientId,
       );
       assertAnswer(res, 400, code, `${what} changed`);
+      assert.deepEqual(await judged(), { ...counts, changed: counts.changed + 1 }, `${what}: on /metrics`);
       await admin(`${base}/${what}`, restore);
       const again = await answered(
         second,

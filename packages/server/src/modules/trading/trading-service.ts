@@ -8,6 +8,7 @@ import type { Db } from "../../db/database.ts";
 import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
 import { withRetries } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
+import { type KeptFactsCounter, keptFactsCounter } from "../../platform/kept-facts-metric.ts";
 import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
@@ -66,6 +67,7 @@ export class TradingService {
   readonly #random: Random;
   readonly #staleAfterSeconds: number;
   readonly #kept: KeptQuotes;
+  readonly #judged: KeptFactsCounter;
 
   constructor(
     db: Db,
@@ -73,12 +75,14 @@ export class TradingService {
     random: Random,
     options: { priceStaleAfterSeconds: number },
     kept: KeptQuotes = new KeptQuotes(),
+    judged: KeptFactsCounter = keptFactsCounter(),
   ) {
     this.#db = db;
     this.#clock = clock;
     this.#random = random;
     this.#staleAfterSeconds = options.priceStaleAfterSeconds;
     this.#kept = kept;
+    this.#judged = judged;
   }
 
   /**
@@ -213,7 +217,13 @@ export class TradingService {
       judgeClient(kept.client).ok
     ) {
       const result = await this.#spend(partnerId, req, tokenHash, signed, kept.client, kept.terms, true);
-      if (result !== standingChanged) return result;
+      if (result !== standingChanged) {
+        this.#judged.inc({ use: "execute", outcome: "kept" });
+        return result;
+      }
+      this.#judged.inc({ use: "execute", outcome: "changed" });
+    } else {
+      this.#judged.inc({ use: "execute", outcome: "read" });
     }
 
     const facts = await findExecutionFacts(this.#db, partnerId, req.partnerClientId, tokenHash, this.#clock);
