@@ -10,9 +10,10 @@
 // Printed for both: pairs/s, p50/p99 of the pair latency (quote sent → execution answered), non-2xx
 // and failed requests (any makes the run fail), the CPU of the server's whole process tree (primary
 // and workers) and of the database's backends per pair, from /proc, and the ratio Counterpart ÷
-// reference (target ≥ 1.0). Afterwards the service's ledger check (GET /admin/ledger/check) must
-// be clean, the buy orders in the database must be exactly the completed executions, and so must
-// the reference's.
+// reference (target ≥ 1.0), and a note of how the service's executes were judged (by the quote
+// their process kept, or read: counterpart_kept_facts_total). Afterwards the service's ledger
+// check (GET /admin/ledger/check) must be clean, the buy orders in the database must be exactly
+// the completed executions, and so must the reference's.
 //
 // Environment (besides run.ts's):
 //   BENCH_DATABASE_URL  server to create the database on (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -466,6 +467,19 @@ export const trading: Scenario = {
     if (!ledgerOk) {
       notes.push(`LEDGER CHECK FAILED: ${ledgerAnswer.status} ${ledgerAnswer.body.slice(0, 1_000)}`);
     }
+    // How the executes were judged (counterpart_kept_facts_total, summed over the API processes):
+    // by the quote their process kept, or read because another process made it.
+    const metricsAnswer = await adminCall(adminUrl, "GET", "/metrics");
+    const executes = (outcome: string) =>
+      Number(
+        new RegExp(`^counterpart_kept_facts_total\\{use="execute",outcome="${outcome}"\\} (\\d+)$`, "m").exec(
+          metricsAnswer.body,
+        )?.[1] ?? Number.NaN,
+      );
+    const keptShare = { kept: executes("kept"), changed: executes("changed"), read: executes("read") };
+    notes.push(
+      `executes judged by the quote their process kept: ${keptShare.kept}, read: ${keptShare.read}, kept but changed: ${keptShare.changed}`,
+    );
     const orderCounts = await database.db
       .selectFrom("orders")
       .select(["type", "status", (eb) => eb.fn.countAll<string>().as("n")])
