@@ -6,7 +6,8 @@
 // the same on both sides), slices alternated, on PGlite (the sandbox's database, in this process)
 // and on PostgreSQL (a fresh database, one connection). Per side: this process's CPU per operation
 // (PGlite's PostgreSQL included, as it runs here) and, on PostgreSQL, the backend's, from /proc; the
-// ratio is the kept side's total over the reference's. Used by funding-facts and execute-kept.
+// ratio is the kept side's total over the reference's. Used by funding-facts, quote-kept and
+// execute-kept.
 
 import { sql } from "kysely";
 import { type DatabaseHandle, openDatabase } from "../packages/server/src/db/database.ts";

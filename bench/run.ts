@@ -19,6 +19,8 @@
 //                           quarter on PGlite; BENCH_ROUNDS rounds, default 4)
 //   BENCH_EXECUTE_PAIRS     quote → execute pairs per slice of execute-kept on PostgreSQL (default
 //                           1,000, a quarter on PGlite; BENCH_ROUNDS rounds, default 4)
+//   BENCH_QUOTES            quotes per slice of quote-kept on PostgreSQL (default 2,000, a quarter
+//                           on PGlite; BENCH_ROUNDS rounds, default 4)
 //   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
@@ -42,6 +44,7 @@ import { fundingFacts } from "./scenarios/funding-facts.ts";
 import { logging } from "./scenarios/logging.ts";
 import { memory } from "./scenarios/memory.ts";
 import { parse } from "./scenarios/parse.ts";
+import { quoteKept } from "./scenarios/quote-kept.ts";
 import { rateLimits } from "./scenarios/rate-limits.ts";
 import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
@@ -56,6 +59,7 @@ const scenarios = [
   depositSql,
   fundingFacts,
   trading,
+  quoteKept,
   executeKept,
   events,
   parse,

@@ -101,8 +101,8 @@ describe("the sandbox process", () => {
     assert.match(text, /^counterpart_connections_refused_total\{cap="address"\} 0$/m);
     assert.match(text, /^counterpart_connections_refused_total\{cap="listener"\} 0$/m);
     assert.match(text, /^counterpart_connections_open \d+$/m);
-    // How deposits, withdrawals and executes were judged: every series there from the start.
-    for (const use of ["deposit", "withdrawal", "execute"])
+    // How deposits, withdrawals, quotes and executes were judged: every series there from the start.
+    for (const use of ["deposit", "withdrawal", "quote", "execute"])
       for (const outcome of ["kept", "changed", "read"])
         assert.match(
           text,

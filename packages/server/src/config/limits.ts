@@ -67,6 +67,12 @@ export const limits = {
    * process kept"); past this many the oldest kept goes, and its execute reads the quote instead.
    */
   quotesKeptMax: 10_000,
+  /**
+   * Clients and pairs whose quote facts a process keeps, to price and judge their next quote without
+   * a statement of its own (docs/decisions.md, "A quote by the facts its process kept"); past this
+   * many of either the oldest kept goes.
+   */
+  quoteFactsKeptMax: 10_000,
   /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,

@@ -31,7 +31,7 @@ export class StatementCounter implements KyselyPlugin {
 export interface CountedProcess {
   app: FastifyInstance;
   statements: StatementCounter;
-  /** How this process judged its deposits, withdrawals and executes (counterpart_kept_facts_total). */
+  /** How this process judged its deposits, withdrawals, quotes and executes (counterpart_kept_facts_total). */
   judged(use: KeptFactsUse, outcome: KeptFactsOutcome): Promise<number>;
   close(): Promise<void>;
 }

@@ -13,14 +13,18 @@ import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
+import { type HeldQuoteFacts, type KeptPair, KeptQuoteFacts } from "./kept-quote-facts.ts";
 import { KeptQuotes } from "./kept-quotes.ts";
-import { finerThanAsset, priceQuote, requiredFunds, type Side } from "./quote.ts";
+import { finerThanAsset, type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
 import { tradeLegs } from "./trade-legs.ts";
 import {
   executeQuote,
   findExecutionFacts,
   findQuoteFacts,
   insertQuote,
+  insertQuoteIfHeld,
+  type NewQuote,
+  type QuoteFacts,
   type QuoteTerms,
   type TradingClient,
 } from "./trading-store.ts";
@@ -68,6 +72,7 @@ export class TradingService {
   readonly #staleAfterSeconds: number;
   readonly #kept: KeptQuotes;
   readonly #judged: KeptFactsCounter;
+  readonly #facts: KeptQuoteFacts;
 
   constructor(
     db: Db,
@@ -76,6 +81,7 @@ export class TradingService {
     options: { priceStaleAfterSeconds: number },
     kept: KeptQuotes = new KeptQuotes(),
     judged: KeptFactsCounter = keptFactsCounter(),
+    facts: KeptQuoteFacts = new KeptQuoteFacts(),
   ) {
     this.#db = db;
     this.#clock = clock;
@@ -83,6 +89,7 @@ export class TradingService {
     this.#staleAfterSeconds = options.priceStaleAfterSeconds;
     this.#kept = kept;
     this.#judged = judged;
+    this.#facts = facts;
   }
 
   /**
@@ -90,10 +97,30 @@ export class TradingService {
    * client_not_verified, client_deactivated (2008-2010), invalid_asset_pair (2013), validation_error
    * (a base amount finer than the base asset's decimal places: it needs the pair, so it comes right
    * after it), trading_not_available (4000), trading_temporarily_unavailable (4001),
-   * amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005).
+   * amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005). A client
+   * and a pair whose facts this process kept are judged by them, and the quote's statement checks
+   * that their rows still hold them, that the price is fresh and that the funds cover the quote;
+   * when any of it does not hold, or the facts kept would refuse the quote, nothing was written,
+   * and the request is judged by the rows.
    */
   async quote(partnerId: string, req: QuoteRequest, signed?: SignedWrite): Promise<QuoteResult> {
-    const facts = await findQuoteFacts(
+    const held = this.#facts.get(partnerId, req.partnerClientId, req.pairId);
+    const pricing = held === undefined ? undefined : judgePricing(req, { ...held.pair, stale: false });
+    let facts: QuoteFacts | undefined;
+    if (held !== undefined && pricing?.ok === true) {
+      const result = await this.#store(partnerId, req, signed, held.client, held.pair, pricing, held);
+      if (!(result instanceof FactsChanged)) {
+        this.#judged.inc({ use: "quote", outcome: "kept" });
+        return result;
+      }
+      facts = result.facts;
+      this.#judged.inc({ use: "quote", outcome: "changed" });
+    } else {
+      this.#judged.inc({ use: "quote", outcome: "read" });
+    }
+
+    // The facts as the statement that found them changed read them, or read now.
+    facts ??= await findQuoteFacts(
       this.#db,
       partnerId,
       req.partnerClientId,
@@ -102,65 +129,48 @@ export class TradingService {
       this.#staleAfterSeconds,
     );
     const client = judgeClient(facts.client ?? undefined);
-    if (!client.ok) return { ok: false, error: client.error, detail: null };
     const pair = facts.pair;
-    if (pair === undefined) return { ok: false, error: "invalid_asset_pair", detail: null };
-    // A base amount the base asset cannot hold can never be traded, whatever the pair's state: it
-    // is told before 4000/4001 (which may pass) and before any quote is priced from it.
-    if (finerThanAsset(req.baseAmount, pair.base_decimals)) {
-      return {
-        ok: false,
-        error: "validation_error",
-        detail: [decimalPlacesError(["body", "base_amount"], pair.base_decimals)],
-      };
+    if (!client.ok || pair === undefined) {
+      this.#facts.forget(partnerId, req.partnerClientId, req.pairId);
+      return { ok: false, error: client.ok ? "invalid_asset_pair" : client.error, detail: null };
     }
+    // client.ok passed, so facts.client is not null.
+    if (facts.client === null) throw new Error("a client passed that was not read");
+    // The facts are kept when they would let a quote through, whatever its amount and the funds.
+    if (pair.tradable && !pair.stale) this.#facts.keep(partnerId, req.partnerClientId, facts.client, pair);
+    else this.#facts.forget(partnerId, req.partnerClientId, req.pairId);
+    const judged = judgePricing(req, pair);
+    if (!judged.ok) return judged.refusal;
+    const available = judged.need.asset === "base" ? facts.baseAvailable : facts.quoteAvailable;
+    if (available < judged.need.amount)
+      return { ok: false, error: "insufficient_funds", detail: { quote: judged.detailQuote } };
+    const result = await this.#store(partnerId, req, signed, facts.client, pair, judged, undefined);
+    // Without facts held, the statement checks none: it cannot answer that they changed.
+    if (result instanceof FactsChanged)
+      throw new Error("a quote stored without facts held found them changed");
+    return result;
+  }
 
-    const priced = priceQuote({
-      side: req.side,
-      baseAmount: req.baseAmount,
-      buyPrice: pair.buy,
-      sellPrice: pair.sell,
-      quoteDecimals: pair.quote_decimals,
-      feeRate: pair.fee_rate,
-      vatPercentage: pair.vat_percentage,
-    });
-    const vatStored = pair.vat_percentage === null ? null : percentageText(pair.vat_percentage);
-    const detailQuote = quoteView(priced, vatStored, pair.lifetime_s, null);
-    if (!pair.tradable) return { ok: false, error: "trading_not_available", detail: { quote: detailQuote } };
-    if (pair.stale)
-      return { ok: false, error: "trading_temporarily_unavailable", detail: { quote: detailQuote } };
-    const min = pair.min_volume;
-    const max = pair.max_volume;
-    // A trade too small to be worth a unit of the quote asset, or a sell whose fee and VAT would
-    // eat the proceeds, is below the minimum too; 4004 is told before 4003.
-    if (
-      priced.baseAmount < min ||
-      priced.quoteAmount === 0n ||
-      (req.side === "sell" && priced.quoteAmount <= priced.fee + priced.vat)
-    ) {
-      return {
-        ok: false,
-        error: "amount_below_minimum",
-        detail: { limit: formatDecimal(min), quote: detailQuote },
-      };
-    }
-    if (priced.baseAmount > max) {
-      return {
-        ok: false,
-        error: "amount_above_maximum",
-        detail: { limit: formatDecimal(max), quote: detailQuote },
-      };
-    }
-    const need = requiredFunds(priced);
-    const available = need.asset === "base" ? facts.baseAvailable : facts.quoteAvailable;
-    if (available < need.amount)
-      return { ok: false, error: "insufficient_funds", detail: { quote: detailQuote } };
-
+  /**
+   * Stores a quote judged and priced (judgePricing) for a client that passed, and keeps it for its
+   * execute; with `held`, the statement reads the facts again and stores the quote only when they
+   * are as held, and answers FactsChanged, having written nothing, when they are not.
+   */
+  async #store(
+    partnerId: string,
+    req: QuoteRequest,
+    signed: SignedWrite | undefined,
+    client: TradingClient,
+    pair: KeptPair,
+    judged: Pricing,
+    held: HeldQuoteFacts | undefined,
+  ): Promise<QuoteResult | FactsChanged> {
+    const { priced, vatStored, need } = judged;
     const token = `qt_${this.#random.bytes(32).toString("base64url")}`;
-    const row = {
+    const row: NewQuote = {
       tokenHash: hashToken(token),
       partnerId,
-      clientId: client.client.id,
+      clientId: client.id,
       pairId: pair.id,
       side: req.side,
       price: priced.price,
@@ -172,30 +182,38 @@ export class TradingService {
       lifetimeSeconds: pair.lifetime_s,
     };
     try {
-      await changeSigned(signed, (record) => insertQuote(this.#db, row, this.#clock, record));
+      await changeSigned(signed, async (record) => {
+        if (held === undefined) return insertQuote(this.#db, row, this.#clock, record);
+        const kept = {
+          ...held,
+          partnerClientId: req.partnerClientId,
+          staleAfterSeconds: this.#staleAfterSeconds,
+          need,
+        };
+        const answer = await insertQuoteIfHeld(this.#db, row, kept, this.#clock, record);
+        // Thrown, so that changeSigned() takes the signature as not recorded (it was not).
+        if (!answer.stored) throw new FactsChanged(answer.facts);
+      });
     } catch (err) {
+      if (err instanceof FactsChanged) return err;
       if (err instanceof WriteRefused) return { ok: false, error: err.errorName, detail: null };
       throw err;
     }
-    // The facts client.ok was decided on (facts.client is not null when it passed).
-    const judged = facts.client;
-    if (judged !== null) {
-      this.#kept.keep(row.tokenHash, {
-        partnerId,
-        client: judged,
-        terms: {
-          pair_id: pair.id,
-          base_id: pair.base_id,
-          quote_id: pair.quote_id,
-          side: req.side,
-          price: priced.price,
-          base_amount: priced.baseAmount,
-          quote_amount: priced.quoteAmount,
-          fee: priced.fee,
-          vat: priced.vat,
-        },
-      });
-    }
+    this.#kept.keep(row.tokenHash, {
+      partnerId,
+      client,
+      terms: {
+        pair_id: pair.id,
+        base_id: pair.base_id,
+        quote_id: pair.quote_id,
+        side: req.side,
+        price: priced.price,
+        base_amount: priced.baseAmount,
+        quote_amount: priced.quoteAmount,
+        fee: priced.fee,
+        vat: priced.vat,
+      },
+    });
     return { ok: true, quote: quoteView(priced, vatStored, pair.lifetime_s, token) };
   }
 
@@ -304,6 +322,73 @@ export class TradingService {
       throw err;
     }
   }
+}
+
+/**
+ * The facts a quote was judged on by its process were no longer true when its statement ran:
+ * nothing was written, and these are the facts that statement read.
+ */
+class FactsChanged extends Error {
+  readonly facts: QuoteFacts;
+  constructor(facts: QuoteFacts) {
+    super("the quote's facts changed since they were kept");
+    this.facts = facts;
+  }
+}
+
+/** A quote priced and let through by its pair's facts; its funds are still to be checked. */
+interface Pricing {
+  ok: true;
+  priced: Priced;
+  /** The VAT percentage as stored and shown (scale 4), null without VAT. */
+  vatStored: string | null;
+  /** The quote as a refusal's detail shows it (no token). */
+  detailQuote: QuoteView;
+  need: { asset: "base" | "quote"; amount: bigint };
+}
+
+/**
+ * Prices the request by the pair and judges it on the pair's facts, in the documented order (after
+ * the client and the pair's existence, before the funds): validation_error (a base amount finer
+ * than the base asset's decimal places), trading_not_available, trading_temporarily_unavailable,
+ * amount_below_minimum, amount_above_maximum.
+ */
+function judgePricing(
+  req: QuoteRequest,
+  pair: KeptPair & { stale: boolean },
+): Pricing | { ok: false; refusal: QuoteResult } {
+  const refuse = (error: ErrorName, detail: Extract<QuoteResult, { ok: false }>["detail"]) => ({
+    ok: false as const,
+    refusal: { ok: false as const, error, detail },
+  });
+  // A base amount the base asset cannot hold can never be traded, whatever the pair's state: it
+  // is told before 4000/4001 (which may pass) and before any quote is priced from it.
+  if (finerThanAsset(req.baseAmount, pair.base_decimals))
+    return refuse("validation_error", [decimalPlacesError(["body", "base_amount"], pair.base_decimals)]);
+  const priced = priceQuote({
+    side: req.side,
+    baseAmount: req.baseAmount,
+    buyPrice: pair.buy,
+    sellPrice: pair.sell,
+    quoteDecimals: pair.quote_decimals,
+    feeRate: pair.fee_rate,
+    vatPercentage: pair.vat_percentage,
+  });
+  const vatStored = pair.vat_percentage === null ? null : percentageText(pair.vat_percentage);
+  const detailQuote = quoteView(priced, vatStored, pair.lifetime_s, null);
+  if (!pair.tradable) return refuse("trading_not_available", { quote: detailQuote });
+  if (pair.stale) return refuse("trading_temporarily_unavailable", { quote: detailQuote });
+  // A trade too small to be worth a unit of the quote asset, or a sell whose fee and VAT would
+  // eat the proceeds, is below the minimum too; 4004 is told before 4003.
+  if (
+    priced.baseAmount < pair.min_volume ||
+    priced.quoteAmount === 0n ||
+    (req.side === "sell" && priced.quoteAmount <= priced.fee + priced.vat)
+  )
+    return refuse("amount_below_minimum", { limit: formatDecimal(pair.min_volume), quote: detailQuote });
+  if (priced.baseAmount > pair.max_volume)
+    return refuse("amount_above_maximum", { limit: formatDecimal(pair.max_volume), quote: detailQuote });
+  return { ok: true, priced, vatStored, detailQuote, need: requiredFunds(priced) };
 }
 
 /** execute_quote() found the client held no longer as kept: nothing was written. */

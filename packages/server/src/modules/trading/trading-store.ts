@@ -111,27 +111,49 @@ export async function findQuoteFacts(
   clock: Clock,
   staleAfterSeconds: number,
 ): Promise<QuoteFacts> {
-  const { rows } = await sql<
-    Partial<TradingPairText> & {
-      client: QuoteFacts["client"];
-      base_available: string | null;
-      quote_available: string | null;
-    }
-  >`${sql.raw(preparedMarker)}
-    WITH c AS (SELECT id, partner_client_id, status, active FROM clients
-                WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId}),
-         pr AS (${pairQuery(partnerId, pairId, dbNow(clock), staleAfterSeconds)})
-    SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status,
-                                     'active', active) FROM c) AS client,
-           pr.*,
-           (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
-             WHERE a.kind = 'client' AND a.asset_id = pr.base_id) AS base_available,
-           (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
-             WHERE a.kind = 'client' AND a.asset_id = pr.quote_id) AS quote_available
-    FROM (VALUES (1)) AS one (x) LEFT JOIN pr ON true
+  const { rows } = await sql<QuoteFactsRow>`${sql.raw(preparedMarker)}
+    ${quoteFactsWith(partnerId, partnerClientId, pairId, clock, staleAfterSeconds)}
+    SELECT f.* FROM f
   `.execute(db);
   const r = rows[0];
   if (r === undefined) throw new Error("findQuoteFacts: no row");
+  return quoteFacts(r);
+}
+
+type QuoteFactsRow = Partial<TradingPairText> & {
+  client: QuoteFacts["client"];
+  base_available: string | null;
+  quote_available: string | null;
+};
+
+/**
+ * `WITH c (the client), pr (the pair as the partner sees it), f (one row: the client as JSON, the
+ * pair's columns, the client's available balances of the pair's two assets)`, for a statement to
+ * go on from: one snapshot.
+ */
+function quoteFactsWith(
+  partnerId: string,
+  partnerClientId: string,
+  pairId: string,
+  clock: Clock,
+  staleAfterSeconds: number,
+) {
+  return sql`
+    WITH c AS (SELECT id, partner_client_id, status, active FROM clients
+                WHERE partner_id = ${partnerId} AND partner_client_id = ${partnerClientId}),
+         pr AS (${pairQuery(partnerId, pairId, dbNow(clock), staleAfterSeconds)}),
+         f AS (
+           SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status,
+                                            'active', active) FROM c) AS client,
+                  pr.*,
+                  (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
+                    WHERE a.kind = 'client' AND a.asset_id = pr.base_id) AS base_available,
+                  (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
+                    WHERE a.kind = 'client' AND a.asset_id = pr.quote_id) AS quote_available
+           FROM (VALUES (1)) AS one (x) LEFT JOIN pr ON true)`;
+}
+
+function quoteFacts(r: QuoteFactsRow): QuoteFacts {
   const { client, base_available, quote_available, ...pair } = r;
   return {
     client: client ?? null,
@@ -166,24 +188,27 @@ type QuoteRowText = Omit<QuoteRow, "price" | "base_amount" | "quote_amount" | "f
   vat: string;
 };
 
+/** A quote's row, as the service prices it. */
+export interface NewQuote {
+  tokenHash: Buffer;
+  partnerId: string;
+  clientId: number;
+  pairId: string;
+  side: "buy" | "sell";
+  price: bigint;
+  baseAmount: bigint;
+  quoteAmount: bigint;
+  fee: bigint;
+  vat: bigint;
+  /** The percentage as stored, at scale 4 (NUMERIC(7,4) text) */
+  vatPercentage: string | null;
+  lifetimeSeconds: number;
+}
+
 /** Stores a quote; with `signed`, its statement also records the request's signature. */
 export async function insertQuote(
   db: Q,
-  row: {
-    tokenHash: Buffer;
-    partnerId: string;
-    clientId: number;
-    pairId: string;
-    side: "buy" | "sell";
-    price: bigint;
-    baseAmount: bigint;
-    quoteAmount: bigint;
-    fee: bigint;
-    vat: bigint;
-    /** The percentage as stored, at scale 4 (NUMERIC(7,4) text) */
-    vatPercentage: string | null;
-    lifetimeSeconds: number;
-  },
+  row: NewQuote,
   clock: Clock,
   signed?: SignatureToRecord,
 ): Promise<void> {
@@ -196,6 +221,72 @@ export async function insertQuote(
             ${moneyToPg(row.fee)}, ${moneyToPg(row.vat)}, ${row.vatPercentage}, ${now},
             ${now} + make_interval(secs => ${row.lifetimeSeconds}))
   `.execute(db);
+}
+
+/**
+ * What a quote priced and judged by the facts its process kept was decided on: the client and the
+ * pair as kept (the pair tradable and its price fresh), and the client's funds of `need.asset` at
+ * least `need.amount`.
+ */
+export interface QuoteHeld {
+  partnerClientId: string;
+  client: TradingClient;
+  pair: Omit<TradingPair, "stale">;
+  staleAfterSeconds: number;
+  need: { asset: "base" | "quote"; amount: bigint };
+}
+
+/**
+ * Stores a quote priced and judged by the facts its process kept, in one statement that reads the
+ * facts as findQuoteFacts() does and inserts the quote only when they are what `held` says (so in
+ * the statement's own snapshot: nothing between the facts and the row). With `signed`, the row's
+ * statement records the request's signature, only when the row goes in. Answers the facts read,
+ * and whether the quote was stored: when it was not, nothing was written, and the caller judges
+ * the request by the facts.
+ */
+export async function insertQuoteIfHeld(
+  db: Q,
+  row: NewQuote,
+  held: QuoteHeld,
+  clock: Clock,
+  signed?: SignatureToRecord,
+): Promise<{ stored: boolean; facts: QuoteFacts }> {
+  if (held.client.id !== row.clientId || held.pair.id !== row.pairId)
+    throw new Error("the facts held are not the quote's client and pair");
+  const now = dbNow(clock);
+  const c = held.client;
+  const p = held.pair;
+  const available = held.need.asset === "base" ? sql`f.base_available` : sql`f.quote_available`;
+  const { rows } = await sql<QuoteFactsRow & { stored: boolean }>`${sql.raw(preparedMarker)}
+    ${quoteFactsWith(row.partnerId, held.partnerClientId, row.pairId, clock, held.staleAfterSeconds)},
+         q AS (
+           INSERT INTO quotes (token_hash, partner_id, client_id, pair_id, side, price, base_amount,
+                               quote_amount, fee, vat, vat_percentage, created_at, expires_at)
+           SELECT ${row.tokenHash}::bytea, ${partnerArgument(row.partnerId, signed)}, c.id, f.id, ${row.side}::text,
+                  ${moneyToPg(row.price)}::numeric, ${moneyToPg(row.baseAmount)}::numeric,
+                  ${moneyToPg(row.quoteAmount)}::numeric, ${moneyToPg(row.fee)}::numeric,
+                  ${moneyToPg(row.vat)}::numeric, ${row.vatPercentage}::numeric, ${now}::timestamptz,
+                  ${now}::timestamptz + make_interval(secs => f.lifetime_s)
+           FROM f JOIN c ON true
+           WHERE (c.id, c.partner_client_id, c.status, c.active)
+                   = (${c.id}::bigint, ${c.partner_client_id}, ${c.status}, ${c.active}::boolean)
+             AND (f.id, f.base_id, f.quote_id, f.base_decimals, f.quote_decimals, f.buy::numeric,
+                  f.sell::numeric, f.tradable, f.min_volume::numeric, f.max_volume::numeric, f.lifetime_s,
+                  f.fee_rate::numeric, f.stale)
+                 = (${p.id}, ${p.base_id}, ${p.quote_id}, ${p.base_decimals}::integer, ${p.quote_decimals}::integer,
+                    ${moneyToPg(p.buy)}::numeric, ${moneyToPg(p.sell)}::numeric, true,
+                    ${moneyToPg(p.min_volume)}::numeric, ${moneyToPg(p.max_volume)}::numeric,
+                    ${p.lifetime_s}::integer, ${moneyToPg(p.fee_rate)}::numeric, false)
+             AND f.vat_percentage::numeric IS NOT DISTINCT FROM
+                   ${p.vat_percentage === null ? null : moneyToPg(p.vat_percentage)}::numeric
+             AND coalesce(${available}::numeric, 0) >= ${moneyToPg(held.need.amount)}::numeric
+           RETURNING 1)
+    SELECT f.*, EXISTS (SELECT 1 FROM q) AS stored FROM f
+  `.execute(db);
+  const r = rows[0];
+  if (r === undefined) throw new Error("insertQuoteIfHeld: no row");
+  const { stored, ...facts } = r;
+  return { stored, facts: quoteFacts(facts) };
 }
 
 export interface QuoteExecution {
