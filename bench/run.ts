@@ -21,6 +21,9 @@
 //                           1,000, a quarter on PGlite; BENCH_ROUNDS rounds, default 4)
 //   BENCH_QUOTES            quotes per slice of quote-kept on PostgreSQL (default 2,000, a quarter
 //                           on PGlite; BENCH_ROUNDS rounds, default 4)
+//   BENCH_DB_DELAY_MS       funding-facts, quote-kept and execute-kept reach PostgreSQL through a link
+//                           that holds each chunk this many ms each way (default 0: none), for the
+//                           wall time a round trip costs across a network (bench/kept-vs-read.ts)
 //   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)

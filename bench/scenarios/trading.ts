@@ -467,17 +467,25 @@ export const trading: Scenario = {
     if (!ledgerOk) {
       notes.push(`LEDGER CHECK FAILED: ${ledgerAnswer.status} ${ledgerAnswer.body.slice(0, 1_000)}`);
     }
-    // How the executes were judged (counterpart_kept_facts_total, summed over the API processes):
-    // by the quote their process kept, or read because another process made it.
+    // How the quotes and executes were judged (counterpart_kept_facts_total, summed over the API
+    // processes): by the facts or the quote their process kept, or read (the first of a client in a
+    // process, another process's quote), or kept but found changed.
     const metricsAnswer = await adminCall(adminUrl, "GET", "/metrics");
-    const executes = (outcome: string) =>
+    const judged = (use: string, outcome: string) =>
       Number(
-        new RegExp(`^counterpart_kept_facts_total\\{use="execute",outcome="${outcome}"\\} (\\d+)$`, "m").exec(
+        new RegExp(`^counterpart_kept_facts_total\\{use="${use}",outcome="${outcome}"\\} (\\d+)$`, "m").exec(
           metricsAnswer.body,
         )?.[1] ?? Number.NaN,
       );
-    const keptShare = { kept: executes("kept"), changed: executes("changed"), read: executes("read") };
+    const share = (use: string) => ({
+      kept: judged(use, "kept"),
+      changed: judged(use, "changed"),
+      read: judged(use, "read"),
+    });
+    const quoteShare = share("quote");
+    const keptShare = share("execute");
     notes.push(
+      `quotes judged by the client's and pair's facts their process kept: ${quoteShare.kept}, read: ${quoteShare.read}, kept but changed: ${quoteShare.changed}`,
       `executes judged by the quote their process kept: ${keptShare.kept}, read: ${keptShare.read}, kept but changed: ${keptShare.changed}`,
     );
     const orderCounts = await database.db

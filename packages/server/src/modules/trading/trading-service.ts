@@ -98,10 +98,10 @@ export class TradingService {
    * (a base amount finer than the base asset's decimal places: it needs the pair, so it comes right
    * after it), trading_not_available (4000), trading_temporarily_unavailable (4001),
    * amount_below_minimum (4004), amount_above_maximum (4003), insufficient_funds (3005). A client
-   * and a pair whose facts this process kept are judged by them, and the quote's statement checks
-   * that their rows still hold them, that the price is fresh and that the funds cover the quote;
-   * when any of it does not hold, or the facts kept would refuse the quote, nothing was written,
-   * and the request is judged by the rows.
+   * and a pair whose facts this process kept are judged by them, and the quote's statement reads
+   * the rows again and stores the quote only where they still hold them, the price is fresh and the
+   * funds cover the quote; where not, nothing was written, and the request is judged by the facts
+   * that statement read. A quote the facts kept would refuse is judged by the rows.
    */
   async quote(partnerId: string, req: QuoteRequest, signed?: SignedWrite): Promise<QuoteResult> {
     const held = this.#facts.get(partnerId, req.partnerClientId, req.pairId);
@@ -139,12 +139,12 @@ export class TradingService {
     // The facts are kept when they would let a quote through, whatever its amount and the funds.
     if (pair.tradable && !pair.stale) this.#facts.keep(partnerId, req.partnerClientId, facts.client, pair);
     else this.#facts.forget(partnerId, req.partnerClientId, req.pairId);
-    const judged = judgePricing(req, pair);
-    if (!judged.ok) return judged.refusal;
-    const available = judged.need.asset === "base" ? facts.baseAvailable : facts.quoteAvailable;
-    if (available < judged.need.amount)
-      return { ok: false, error: "insufficient_funds", detail: { quote: judged.detailQuote } };
-    const result = await this.#store(partnerId, req, signed, facts.client, pair, judged, undefined);
+    const priced = judgePricing(req, pair);
+    if (!priced.ok) return priced.refusal;
+    const available = priced.need.asset === "base" ? facts.baseAvailable : facts.quoteAvailable;
+    if (available < priced.need.amount)
+      return { ok: false, error: "insufficient_funds", detail: { quote: priced.detailQuote } };
+    const result = await this.#store(partnerId, req, signed, facts.client, pair, priced, undefined);
     // Without facts held, the statement checks none: it cannot answer that they changed.
     if (result instanceof FactsChanged)
       throw new Error("a quote stored without facts held found them changed");
@@ -162,10 +162,10 @@ export class TradingService {
     signed: SignedWrite | undefined,
     client: TradingClient,
     pair: KeptPair,
-    judged: Pricing,
+    pricing: Pricing,
     held: HeldQuoteFacts | undefined,
   ): Promise<QuoteResult | FactsChanged> {
-    const { priced, vatStored, need } = judged;
+    const { priced, vatStored, need } = pricing;
     const token = `qt_${this.#random.bytes(32).toString("base64url")}`;
     const row: NewQuote = {
       tokenHash: hashToken(token),
