@@ -9,14 +9,13 @@
 // BENCH_EXECUTE_PAIRS quote → execute pairs per slice on PostgreSQL (default 1,000; PGlite a
 // quarter of it).
 
-import { sql } from "kysely";
-import { FundingService } from "../../packages/server/src/modules/funding/funding-service.ts";
 import { type KeptQuote, KeptQuotes } from "../../packages/server/src/modules/trading/kept-quotes.ts";
 import { TradingService } from "../../packages/server/src/modules/trading/trading-service.ts";
 import { systemClock } from "../../packages/server/src/platform/clock.ts";
 import { systemRandom } from "../../packages/server/src/platform/random.ts";
 import { runKeptVsRead } from "../kept-vs-read.ts";
 import type { Scenario } from "../lib.ts";
+import { pricedAndFunded } from "../trading-fixtures.ts";
 
 const clientCount = 16;
 
@@ -42,18 +41,7 @@ export const executeKept: Scenario = {
       clients: clientCount,
       async sides(database, partnerId) {
         const db = database.db;
-        await sql`UPDATE asset_pairs SET buy = 350000, sell = 349000, price_at = now(), tradable = true
-                  WHERE id = 'BTC-AED'`.execute(db);
-        const funding = new FundingService(db);
-        for (let n = 1; n <= clientCount; n++) {
-          const r = await funding.deposit(partnerId, {
-            partnerClientId: `client-${n}`,
-            assetId: "AED",
-            amount: 10n ** 18n,
-            partnerOrderRef: `execute-kept-fund-${n}`,
-          });
-          if (!r.ok) throw new Error(`execute-kept: funding answered ${r.error}`);
-        }
+        await pricedAndFunded(db, partnerId, clientCount, "execute-kept");
         // Prices stay fresh for the whole run: staleness is not what is measured.
         const options = { priceStaleAfterSeconds: 86_400 };
         let pairs = 0;

@@ -8,8 +8,6 @@
 // Environment (besides run.ts's): BENCH_DATABASE_URL (see deposits.ts); BENCH_ROUNDS (default 4);
 // BENCH_QUOTES quotes per slice on PostgreSQL (default 2,000; PGlite a quarter of it).
 
-import { sql } from "kysely";
-import { FundingService } from "../../packages/server/src/modules/funding/funding-service.ts";
 import {
   type HeldQuoteFacts,
   KeptQuoteFacts,
@@ -21,6 +19,7 @@ import { keptFactsCounter } from "../../packages/server/src/platform/kept-facts-
 import { systemRandom } from "../../packages/server/src/platform/random.ts";
 import { runKeptVsRead } from "../kept-vs-read.ts";
 import type { Scenario } from "../lib.ts";
+import { pricedAndFunded } from "../trading-fixtures.ts";
 
 const clientCount = 16;
 
@@ -46,18 +45,7 @@ export const quoteKept: Scenario = {
       clients: clientCount,
       async sides(database, partnerId) {
         const db = database.db;
-        await sql`UPDATE asset_pairs SET buy = 350000, sell = 349000, price_at = now(), tradable = true
-                  WHERE id = 'BTC-AED'`.execute(db);
-        const funding = new FundingService(db);
-        for (let n = 1; n <= clientCount; n++) {
-          const r = await funding.deposit(partnerId, {
-            partnerClientId: `client-${n}`,
-            assetId: "AED",
-            amount: 10n ** 18n,
-            partnerOrderRef: `quote-kept-fund-${n}`,
-          });
-          if (!r.ok) throw new Error(`quote-kept: funding answered ${r.error}`);
-        }
+        await pricedAndFunded(db, partnerId, clientCount, "quote-kept");
         // Prices stay fresh for the whole run: staleness is not what is measured.
         const options = { priceStaleAfterSeconds: 86_400 };
         let quotes = 0;

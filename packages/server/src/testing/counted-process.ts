@@ -33,6 +33,8 @@ export interface CountedProcess {
   statements: StatementCounter;
   /** How this process judged its deposits, withdrawals, quotes and executes (counterpart_kept_facts_total). */
   judged(use: KeptFactsUse, outcome: KeptFactsOutcome): Promise<number>;
+  /** The three outcomes of one use at once. */
+  outcomes(use: KeptFactsUse): Promise<Record<KeptFactsOutcome, number>>;
   close(): Promise<void>;
 }
 
@@ -66,7 +68,12 @@ export async function startCountedProcess(
     const { values } = await services.keptFacts.get();
     return values.find((v) => v.labels.use === use && v.labels.outcome === outcome)?.value ?? 0;
   };
-  return { app, statements, judged, close: () => app.close() };
+  const outcomes = async (use: KeptFactsUse) => ({
+    kept: await judged(use, "kept"),
+    changed: await judged(use, "changed"),
+    read: await judged(use, "read"),
+  });
+  return { app, statements, judged, outcomes, close: () => app.close() };
 }
 
 /**

@@ -136,11 +136,7 @@ describe("quote facts kept by the process that read them", () => {
   }
 
   /** How `second` judged its quotes so far (counterpart_kept_facts_total). */
-  const judged = async () => ({
-    kept: await counted.judged("quote", "kept"),
-    changed: await counted.judged("quote", "changed"),
-    read: await counted.judged("quote", "read"),
-  });
+  const judged = () => counted.outcomes("quote");
 
   const admin = async (url: string, body: unknown) => {
     const res = await ctx.adminRequest("PUT", url, body);

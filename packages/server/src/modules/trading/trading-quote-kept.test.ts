@@ -115,11 +115,7 @@ describe("quotes kept by the process that made them", () => {
   }
 
   /** How `second` judged its executes so far (counterpart_kept_facts_total). */
-  const judged = async () => ({
-    kept: await counted.judged("execute", "kept"),
-    changed: await counted.judged("execute", "changed"),
-    read: await counted.judged("execute", "read"),
-  });
+  const judged = () => counted.outcomes("execute");
 
   const admin = async (url: string, body: unknown) => {
     const res = await ctx.adminRequest("PUT", url, body);
