@@ -38,6 +38,12 @@ export interface CountedProcess {
   close(): Promise<void>;
 }
 
+/** An admin API PUT (`ctx.adminRequest`) that must answer 200. */
+export async function adminPut(ctx: TestContext, url: string, body: unknown): Promise<void> {
+  const res = await ctx.adminRequest("PUT", url, body);
+  assert.equal(res.statusCode, 200, res.body);
+}
+
 /**
  * Starts the partner API of a second process on `ctx`'s database, its statements also passed
  * through `plugins`; close it before the context.

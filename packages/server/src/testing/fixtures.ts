@@ -283,3 +283,21 @@ function sampleHeif(major: "heic" | "mif1", size: number): Buffer {
   const mdat = box("mdat", Buffer.alloc(Math.max(0, size - ftyp.length - meta.length - 8), 0x20));
   return Buffer.concat([ftyp, meta, mdat]);
 }
+
+/**
+ * How many rows of a partner's a table holds (its orders, quotes, recorded signatures), spent quotes
+ * alone with `spentOnly`: what a test compares before and after a request.
+ */
+export async function partnerRowCount(
+  db: Db,
+  table: "orders" | "quotes" | "used_signatures",
+  partnerId: string,
+  spentOnly = false,
+): Promise<number> {
+  let q = db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as("n"))
+    .where("partner_id", "=", partnerId);
+  if (spentOnly) q = q.where("spent_at" as never, "is not", null);
+  return Number((await q.executeTakeFirstOrThrow()).n);
+}

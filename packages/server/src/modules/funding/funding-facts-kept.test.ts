@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
+  adminPut,
   assertAnswer,
   type CountedProcess,
   nextMs,
@@ -81,10 +82,7 @@ describe("funding facts kept by a process", () => {
     return res;
   }
 
-  const admin = async (url: string, body: unknown) => {
-    const res = await ctx.adminRequest("PUT", url, body);
-    assert.equal(res.statusCode, 200, res.body);
-  };
+  const admin = (url: string, body: unknown) => adminPut(ctx, url, body);
 
   test("with the facts kept, a deposit or a withdrawal costs one statement; a new client or asset is read first", async () => {
     const { partner } = await keptClient("one-statement");

@@ -19,7 +19,7 @@ import {
   startCountedProcess,
   Unreachable,
 } from "../../testing/counted-process.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { checkLedger, clientBalances } from "../ledger/index.ts";
 
@@ -64,16 +64,7 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
   /** What a request may change: the partner's orders, its recorded signatures, the client's AED. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
-    const count = async (table: "orders" | "used_signatures") =>
-      Number(
-        (
-          await db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .where("partner_id", "=", partnerId)
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: "orders" | "used_signatures") => partnerRowCount(db, table, partnerId);
     const balance = (await clientBalances(db, clientId)).get("AED")?.balance ?? 0n;
     return { orders: await count("orders"), signatures: await count("used_signatures"), balance };
   }

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
+  adminPut,
   assertAnswer,
   type CountedProcess,
   nextMs,
@@ -17,7 +18,7 @@ import {
   signedPost,
   startCountedProcess,
 } from "../../testing/counted-process.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { clientBalances } from "../ledger/index.ts";
 import { KeptQuoteFacts } from "./kept-quote-facts.ts";
@@ -91,16 +92,7 @@ describe("quote facts kept by the process that read them", () => {
   /** What a quote may change: the partner's quotes; and what it must not: orders and balances. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
-    const count = async (table: "orders" | "quotes") =>
-      Number(
-        (
-          await db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .where("partner_id", "=", partnerId)
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: "orders" | "quotes") => partnerRowCount(db, table, partnerId);
     const balances = Object.fromEntries(
       [...(await clientBalances(db, clientId))].map(([asset, b]) => [asset, b.balance]),
     );
@@ -138,10 +130,7 @@ describe("quote facts kept by the process that read them", () => {
   /** How `second` judged its quotes so far (counterpart_kept_facts_total). */
   const judged = () => counted.outcomes("quote");
 
-  const admin = async (url: string, body: unknown) => {
-    const res = await ctx.adminRequest("PUT", url, body);
-    assert.equal(res.statusCode, 200, res.body);
-  };
+  const admin = (url: string, body: unknown) => adminPut(ctx, url, body);
 
   test("a client's first quote of a pair in a process costs two statements, the next one, each priced as a read would", async () => {
     const { partner, clientId } = await fundedClient("one-statement");
@@ -336,16 +325,7 @@ describe("quote facts kept by the process that read them", () => {
 
   test("a quote by kept facts, found changed or not, records its signature once: a replay is 401 in either process and writes nothing", async () => {
     const { partner, clientId } = await fundedClient("replayed");
-    const signatures = async () =>
-      Number(
-        (
-          await ctx.services.database.db
-            .selectFrom("used_signatures")
-            .select((eb) => eb.fn.countAll().as("n"))
-            .where("partner_id", "=", partner.id)
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const signatures = () => partnerRowCount(ctx.services.database.db, "used_signatures", partner.id);
     const warm = await signedPost(second, quote(partner));
     assert.equal(warm.statusCode, 200, warm.body);
     for (const [what, change] of [

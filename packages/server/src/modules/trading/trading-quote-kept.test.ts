@@ -10,6 +10,7 @@ import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
+  adminPut,
   assertAnswer,
   type CountedProcess,
   nextMs,
@@ -17,7 +18,7 @@ import {
   signedPost,
   startCountedProcess,
 } from "../../testing/counted-process.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { checkLedger, clientBalances } from "../ledger/index.ts";
 import { KeptQuotes } from "./kept-quotes.ts";
@@ -87,14 +88,8 @@ describe("quotes kept by the process that made them", () => {
   /** What an execute may change: the partner's orders, its spent quotes, the client's balances. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
-    const count = async (table: "orders" | "quotes", spentOnly: boolean) => {
-      let q = db
-        .selectFrom(table)
-        .select((eb) => eb.fn.countAll().as("n"))
-        .where("partner_id", "=", partnerId);
-      if (spentOnly) q = q.where("spent_at" as never, "is not", null);
-      return Number((await q.executeTakeFirstOrThrow()).n);
-    };
+    const count = (table: "orders" | "quotes", spentOnly: boolean) =>
+      partnerRowCount(db, table, partnerId, spentOnly);
     const balances = Object.fromEntries(
       [...(await clientBalances(db, clientId))].map(([asset, b]) => [asset, b.balance]),
     );
@@ -117,10 +112,7 @@ describe("quotes kept by the process that made them", () => {
   /** How `second` judged its executes so far (counterpart_kept_facts_total). */
   const judged = () => counted.outcomes("execute");
 
-  const admin = async (url: string, body: unknown) => {
-    const res = await ctx.adminRequest("PUT", url, body);
-    assert.equal(res.statusCode, 200, res.body);
-  };
+  const admin = (url: string, body: unknown) => adminPut(ctx, url, body);
 
   test("the execute of a quote its process made costs one statement; of another process's quote, two", async () => {
     const { partner, clientId } = await fundedClient("one-statement");

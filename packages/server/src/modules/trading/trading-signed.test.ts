@@ -17,7 +17,7 @@ import {
   signedPost,
   startCountedProcess,
 } from "../../testing/counted-process.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { checkLedger, clientBalances } from "../ledger/index.ts";
 
@@ -73,26 +73,11 @@ describe("a quote or an execute recorded in its change's statement", () => {
   /** What a request may change: quotes, spent quotes, orders, recorded signatures, balances. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
-    const count = async (table: "orders" | "used_signatures" | "quotes") =>
-      Number(
-        (
-          await db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .where("partner_id", "=", partnerId)
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
-    const spent = await db
-      .selectFrom("quotes")
-      .select((eb) => eb.fn.countAll().as("n"))
-      .where("partner_id", "=", partnerId)
-      .where("spent_at", "is not", null)
-      .executeTakeFirstOrThrow();
+    const count = (table: "orders" | "used_signatures" | "quotes") => partnerRowCount(db, table, partnerId);
     const balances = await clientBalances(db, clientId);
     return {
       quotes: await count("quotes"),
-      spent: Number(spent.n),
+      spent: await partnerRowCount(db, "quotes", partnerId, true),
       orders: await count("orders"),
       signatures: await count("used_signatures"),
       aed: balances.get("AED")?.balance ?? 0n,
