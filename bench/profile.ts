@@ -362,8 +362,10 @@ async function main(): Promise<number> {
     });
     const client = (n: number) => `client-${1 + (n % clientCount)}`;
     const runId = crypto.randomBytes(3).toString("hex");
+    // The quotes' tokens, spent newest first: the quote path makes more quotes than a process keeps
+    // (limits.quotesKeptMax), and an execute of a quote the process no longer keeps is the
+    // two-statement path, which a partner executing a fresh quote does not take.
     const tokens: { pcid: string; token: string }[] = [];
-    let tokensUsed = 0;
     let firstOrder = 0;
     const paths: PathSpec[] = [
       {
@@ -403,11 +405,11 @@ async function main(): Promise<number> {
       {
         name: "execute",
         request: () => {
-          const t = tokens[tokensUsed++];
+          const t = tokens.pop();
           if (t === undefined) throw new Error("no token left");
           return json("POST", "/v1/partner/quotes/execute", { partner_client_id: t.pcid, token: t.token });
         },
-        remaining: () => tokens.length - tokensUsed,
+        remaining: () => tokens.length,
       },
     ];
     const hz = clockTicksPerSecond();
@@ -585,7 +587,6 @@ async function main(): Promise<number> {
           const r = (JSON.parse(q.body.toString()) as { result: { token: string } }).result;
           tokens.push({ pcid: client(n), token: r.token });
           await new Promise((r) => setTimeout(r, 200));
-          tokensUsed = tokens.length - 1;
           request = spec.request(0);
         }
         const from = fs.statSync(logFile).size;
