@@ -41,7 +41,9 @@
 //                            together saves. The deposits of a transaction take one of each of
 //                            consecutive house slots in ascending order, so that no two
 //                            transactions wait for each other in a cycle (with the clients taken
-//                            at random, most failed as deadlocks)
+//                            at random, most failed as deadlocks); and eight sent as one call of a
+//                            function running each in a block with an exception handler
+//                            (PL/pgSQL's savepoint), as a service batching them would send them
 //   the house slots' sharing the script spreads the house legs over 64 slots (what the schema
 //                            allows) instead of the service's 16: each bench client its own
 //
@@ -112,6 +114,11 @@ interface Variant {
   /** Deposits per transaction (of as many clients), each under a savepoint when `savepoints`. */
   batch: number;
   savepoints: boolean;
+  /**
+   * The batch sent as one statement, a call of bench_fund_batch() (batchFunction()), which runs
+   * each deposit in a block with an exception handler (PL/pgSQL's savepoint).
+   */
+  inOneCall: boolean;
 }
 
 const wholePath: Variant = {
@@ -120,6 +127,7 @@ const wholePath: Variant = {
   factsRead: false,
   batch: 1,
   savepoints: false,
+  inOneCall: false,
 };
 
 /**
@@ -167,17 +175,16 @@ function depositScript(seed: Seed, tag: string, variant: Variant): string {
   const first = seed.firstClientId;
   if (clientCount % houseSlots !== 0 || variant.batch > houseSlots)
     throw new Error("a batch spans no slot twice");
-  const lines = [
-    `\\set s random(0, ${houseSlots - variant.batch})`,
-    "\\set ref random(1, 2000000000)",
-    "BEGIN;",
-  ];
+  const lines = [`\\set s random(0, ${houseSlots - variant.batch})`, "\\set ref random(1, 2000000000)"];
+  // One call is a transaction of its own, as the service would send it.
+  if (!variant.inOneCall) lines.push("BEGIN;");
   for (let i = 0; i < variant.batch; i++) {
     lines.push(
       `\\set r${i} random(0, ${clientCount / houseSlots - 1})`,
       `\\set id${i} ${first} + (:s + ${i} - ${first % houseSlots} + ${houseSlots}) % ${houseSlots} + ${houseSlots} * :r${i}`,
       `\\set c${i} :id${i} - ${first - 1}`,
     );
+    if (variant.inOneCall) continue;
     const statements = depositStatements(seed, tag, variant, {
       n: `:c${i}`,
       id: `:id${i}`,
@@ -187,33 +194,77 @@ function depositScript(seed: Seed, tag: string, variant: Variant): string {
     lines.push(...statements.map((s) => `${s};`));
     if (variant.savepoints) lines.push("RELEASE SAVEPOINT d;");
   }
+  if (variant.inOneCall) {
+    const clients = Array.from({ length: variant.batch }, (_, i) => `:c${i}`).join(", ");
+    lines.push(`SELECT bench_fund_batch(ARRAY[${clients}]::int[], '${tag}-' || :ref || '-' || :client_id);`);
+    return lines.join("\n");
+  }
   lines.push("COMMIT;");
   return lines.join("\n");
 }
 
 /**
- * `deposits` deposits in one backend, one after another, each in its own transaction: the same
- * statements as the pgbench script, run by a DO block (PERFORM for SELECT, COMMIT after each).
+ * `deposits` deposits in one backend, one after another, each in its own transaction (or `batch`
+ * to a transaction, each in a block with an exception handler, PL/pgSQL's savepoint, when
+ * `savepoints`): the same statements as the pgbench script, run by a DO block (PERFORM for SELECT).
  */
 function depositLoop(seed: Seed, tag: string, variant: Variant, deposits: number): string {
   const statements = depositStatements(seed, tag, variant, { n: "ln", id: "lid", unique: "li" });
+  const performed = statements.map((s) => `PERFORM ${s.slice("SELECT ".length)};`);
+  const body =
+    variant.savepoints || variant.inOneCall
+      ? [
+          "    BEGIN",
+          ...performed.map((s) => `      ${s}`),
+          "    EXCEPTION WHEN OTHERS THEN RAISE;",
+          "    END;",
+        ]
+      : performed.map((s) => `    ${s}`);
   return `DO $loop$
 DECLARE ln int; lid bigint;
 BEGIN
   FOR li IN 1 .. ${deposits} LOOP
     ln := 1 + li % ${clientCount};
     lid := ln + ${seed.firstClientId - 1};
-${statements.map((s) => `    PERFORM ${s.slice("SELECT ".length)};`).join("\n")}
-    COMMIT;
+${body.join("\n")}
+    IF li % ${variant.batch} = 0 OR li = ${deposits} THEN COMMIT; END IF;
   END LOOP;
 END
 $loop$`;
 }
 
+/**
+ * Creates bench_fund_batch(clients, ref): the deposits of `clients` (the bench's client numbers) in
+ * one call, each the whole path's statement in a block with an exception handler, as a service
+ * batching its deposits would need (one refused must not undo the others; here it re-raises, as
+ * the replay expects none); drops it after.
+ */
+async function batchFunction(db: Db, seed: Seed): Promise<() => Promise<void>> {
+  const [fund] = depositStatements(seed, "b", wholePath, { n: "ln", id: "lid", unique: "li" });
+  await sql
+    .raw(`CREATE FUNCTION bench_fund_batch(p_clients int[], p_ref text) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE ln int; lid bigint; li text;
+BEGIN
+  FOR k IN 1 .. array_length(p_clients, 1) LOOP
+    ln := p_clients[k];
+    lid := ln + ${seed.firstClientId - 1};
+    li := p_ref || '-' || k;
+    BEGIN
+      PERFORM ${fund!.slice("SELECT ".length)};
+    EXCEPTION WHEN OTHERS THEN RAISE;
+    END;
+  END LOOP;
+END $f$`)
+    .execute(db);
+  return async () => {
+    await sql`DROP FUNCTION bench_fund_batch(int[], text)`.execute(db);
+  };
+}
+
 interface Part {
   label: string;
   /** Takes the part away (schema changes) and returns what puts it back. */
-  remove?: (db: Db) => Promise<() => Promise<void>>;
+  remove?: (db: Db, seed: Seed) => Promise<() => Promise<void>>;
   /** How the part's deposits differ from the whole path's (the signature's record, the slots…). */
   variant?: Partial<Variant>;
 }
@@ -390,6 +441,11 @@ const parts: Part[] = [
     label: "a commit per deposit (4 per transaction, each under a savepoint)",
     variant: { batch: 4, savepoints: true },
   },
+  {
+    label: "a commit per deposit (8 per transaction in one call, each in a block with an exception handler)",
+    remove: batchFunction,
+    variant: { batch: 8, inOneCall: true },
+  },
   // The schema allows 64 slots (migration 0006); with the bench's 64 clients, each its own.
   { label: `the house slots' sharing (64 slots, not ${houseSlots})`, variant: { slots: 64 } },
   {
@@ -496,7 +552,7 @@ export const depositSql: Scenario = {
     if (chosen.length === 0)
       throw new Error(`BENCH_PARTS matches no part: ${parts.map((p) => p.label).join("; ")}`);
     const runPart = async (part: Part, measure: typeof run) => {
-      const putBack = part.remove === undefined ? null : await part.remove(db);
+      const putBack = part.remove === undefined ? null : await part.remove(db, seed);
       try {
         const r = await measure(`without ${part.label}`, { ...wholePath, ...part.variant });
         without.set(part.label, [...(without.get(part.label) ?? []), r]);
