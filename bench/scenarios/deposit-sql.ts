@@ -41,8 +41,8 @@
 //                            together saves. The deposits of a transaction take one of each of
 //                            consecutive house slots in ascending order, so that no two
 //                            transactions wait for each other in a cycle (with the clients taken
-//                            at random, most failed as deadlocks); and eight sent as one call of a
-//                            function running each in a block with an exception handler
+//                            at random, most failed as deadlocks); and 4, 8 or 16 sent as one call
+//                            of a function running each in a block with an exception handler
 //                            (PL/pgSQL's savepoint), as a service batching them would send them
 //   the house slots' sharing the script spreads the house legs over 64 slots (what the schema
 //                            allows) instead of the service's 16: each bench client its own
@@ -164,7 +164,7 @@ function depositScript(seed: Seed, tag: string, variant: Variant): string {
     return [
       `\\set c random(1, ${clientCount})`,
       `\\set id :c + ${seed.firstClientId - 1}`,
-      "\\set ref random(1, 2000000000)",
+      "\\set ref random(1, 1000000000000000)",
       ...statements.map((s) => `${s};`),
     ].join("\n");
   }
@@ -175,7 +175,7 @@ function depositScript(seed: Seed, tag: string, variant: Variant): string {
   const first = seed.firstClientId;
   if (clientCount % houseSlots !== 0 || variant.batch > houseSlots)
     throw new Error("a batch spans no slot twice");
-  const lines = [`\\set s random(0, ${houseSlots - variant.batch})`, "\\set ref random(1, 2000000000)"];
+  const lines = [`\\set s random(0, ${houseSlots - variant.batch})`, "\\set ref random(1, 1000000000000000)"];
   // One call is a transaction of its own, as the service would send it.
   if (!variant.inOneCall) lines.push("BEGIN;");
   for (let i = 0; i < variant.batch; i++) {
@@ -441,11 +441,11 @@ const parts: Part[] = [
     label: "a commit per deposit (4 per transaction, each under a savepoint)",
     variant: { batch: 4, savepoints: true },
   },
-  {
-    label: "a commit per deposit (8 per transaction in one call, each in a block with an exception handler)",
+  ...[4, 8, 16].map((batch) => ({
+    label: `a commit per deposit (${batch} per transaction in one call, each in a block with an exception handler)`,
     remove: batchFunction,
-    variant: { batch: 8, inOneCall: true },
-  },
+    variant: { batch, inOneCall: true },
+  })),
   // The schema allows 64 slots (migration 0006); with the bench's 64 clients, each its own.
   { label: `the house slots' sharing (64 slots, not ${houseSlots})`, variant: { slots: 64 } },
   {
