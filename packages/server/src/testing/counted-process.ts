@@ -11,6 +11,7 @@ import { type DatabaseHandle, DatabaseUnavailableError } from "../db/database.ts
 import type { KeptFactsOutcome, KeptFactsUse } from "../platform/kept-facts-metric.ts";
 import { systemRandom } from "../platform/random.ts";
 import { buildServices } from "../services.ts";
+import { insertClient } from "./fixtures.ts";
 import type { TestContext, TestPartner } from "./harness.ts";
 
 /**
@@ -147,6 +148,40 @@ export function signedPost(app: FastifyInstance, p: SignedPost): Promise<LightMy
     payload,
     remoteAddress: p.remoteAddress ?? "127.0.0.1",
   });
+}
+
+/** A signed AED deposit or withdrawal for `partner`'s client-1 through `app`, which must answer 200. */
+export async function moveAed(
+  ctx: TestContext,
+  app: FastifyInstance,
+  partner: TestPartner,
+  kind: "deposits" | "withdrawals",
+  amount: string,
+  ref: string,
+): Promise<void> {
+  const res = await signedPost(app, {
+    url: `/v1/partner/${kind}`,
+    body: { partner_client_id: "client-1", asset_id: "AED", amount, partner_order_ref: ref },
+    partner,
+    atMs: nextMs(ctx),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+}
+
+/**
+ * A new partner whose client-1 holds `aed` AED, deposited through `app` (which so keeps the
+ * partner's credentials, and the client's and the asset's facts).
+ */
+export async function fundedClient(
+  ctx: TestContext,
+  app: FastifyInstance,
+  name: string,
+  aed = "100000",
+): Promise<{ partner: TestPartner; clientId: number }> {
+  const partner = await ctx.addPartner({ name });
+  const client = await insertClient(ctx.services.database.db, partner.id, 1);
+  await moveAed(ctx, app, partner, "deposits", aed, `${name}-fund`);
+  return { partner, clientId: client.id };
 }
 
 /** A time for a new request on `ctx`'s clock: a millisecond after the previous one. */

@@ -13,12 +13,14 @@ import {
   adminPut,
   assertAnswer,
   type CountedProcess,
+  fundedClient,
+  moveAed,
   nextMs,
   type SignedPost,
   signedPost,
   startCountedProcess,
 } from "../../testing/counted-process.ts";
-import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
+import { partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { clientBalances } from "../ledger/index.ts";
 import { KeptQuoteFacts } from "./kept-quote-facts.ts";
@@ -70,25 +72,6 @@ describe("quote facts kept by the process that read them", () => {
     atMs: nextMs(ctx),
   });
 
-  /** A partner with client-1 holding `aed` AED, funded through `second` (which keeps its credentials). */
-  async function fundedClient(name: string, aed = "100000") {
-    const partner = await ctx.addPartner({ name });
-    const client = await insertClient(ctx.services.database.db, partner.id, 1);
-    const funded = await signedPost(second, {
-      url: "/v1/partner/deposits",
-      body: {
-        partner_client_id: "client-1",
-        asset_id: "AED",
-        amount: aed,
-        partner_order_ref: `${name}-fund`,
-      },
-      partner,
-      atMs: nextMs(ctx),
-    });
-    assert.equal(funded.statusCode, 200, funded.body);
-    return { partner, clientId: client.id };
-  }
-
   /** What a quote may change: the partner's quotes; and what it must not: orders and balances. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
@@ -133,7 +116,7 @@ describe("quote facts kept by the process that read them", () => {
   const admin = (url: string, body: unknown) => adminPut(ctx, url, body);
 
   test("a client's first quote of a pair in a process costs two statements, the next one, each priced as a read would", async () => {
-    const { partner, clientId } = await fundedClient("one-statement");
+    const { partner, clientId } = await fundedClient(ctx, second, "one-statement");
     const counts = await judged();
     counted.statements.count = 0;
     const first = await answered(partner, clientId);
@@ -174,7 +157,7 @@ describe("quote facts kept by the process that read them", () => {
   });
 
   test("whatever changed since the facts were kept, the quote is answered as the rows say, and a refusal writes nothing", async () => {
-    const { partner, clientId } = await fundedClient("changed");
+    const { partner, clientId } = await fundedClient(ctx, second, "changed");
     const clientUrl = `/admin/partners/${partner.id}/clients/client-1`;
     const partnerPair = `/admin/partners/${partner.id}/pairs/BTC-AED`;
     const fees = `/admin/partners/${partner.id}/fees`;
@@ -296,21 +279,10 @@ describe("quote facts kept by the process that read them", () => {
   });
 
   test("funds gone since the facts were kept: 3005 with the quote, as the rows say, nothing written", async () => {
-    const { partner, clientId } = await fundedClient("funds-gone", "5000");
+    const { partner, clientId } = await fundedClient(ctx, second, "funds-gone", "5000");
     const warm = await signedPost(second, quote(partner));
     assert.equal(warm.statusCode, 200, warm.body);
-    const withdrawn = await signedPost(ctx.app, {
-      url: "/v1/partner/withdrawals",
-      body: {
-        partner_client_id: "client-1",
-        asset_id: "AED",
-        amount: "4000",
-        partner_order_ref: "funds-gone-w",
-      },
-      partner,
-      atMs: nextMs(ctx),
-    });
-    assert.equal(withdrawn.statusCode, 200, withdrawn.body);
+    await moveAed(ctx, ctx.app, partner, "withdrawals", "4000", "funds-gone-w");
     const counts = await judged();
     const res = await answered(partner, clientId);
     assertAnswer(res, 400, 3005, "funds gone");
@@ -324,7 +296,7 @@ describe("quote facts kept by the process that read them", () => {
   });
 
   test("a quote by kept facts, found changed or not, records its signature once: a replay is 401 in either process and writes nothing", async () => {
-    const { partner, clientId } = await fundedClient("replayed");
+    const { partner, clientId } = await fundedClient(ctx, second, "replayed");
     const signatures = () => partnerRowCount(ctx.services.database.db, "used_signatures", partner.id);
     const warm = await signedPost(second, quote(partner));
     assert.equal(warm.statusCode, 200, warm.body);
@@ -355,7 +327,7 @@ describe("quote facts kept by the process that read them", () => {
   });
 
   test("a quote the kept facts would refuse is judged by the rows, and the refusal writes nothing", async () => {
-    const { partner, clientId } = await fundedClient("refused");
+    const { partner, clientId } = await fundedClient(ctx, second, "refused");
     const warm = await signedPost(second, quote(partner));
     assert.equal(warm.statusCode, 200, warm.body);
     // More than the funds is not among them: the funds are not kept, the statement checks them.

@@ -13,6 +13,8 @@ import {
   adminPut,
   assertAnswer,
   type CountedProcess,
+  fundedClient,
+  moveAed,
   nextMs,
   type SignedPost,
   signedPost,
@@ -60,26 +62,6 @@ describe("quotes kept by the process that made them", () => {
     atMs: nextMs(ctx),
   });
 
-  /** A partner with client-1 holding `aed` AED, funded through `second`. */
-  async function fundedClient(name: string, aed = "100000") {
-    const partner = await ctx.addPartner({ name });
-    const client = await insertClient(ctx.services.database.db, partner.id, 1);
-    const body = {
-      partner_client_id: "client-1",
-      asset_id: "AED",
-      amount: aed,
-      partner_order_ref: `${name}-fund`,
-    };
-    const funded = await signedPost(second, {
-      url: "/v1/partner/deposits",
-      body,
-      partner,
-      atMs: nextMs(ctx),
-    });
-    assert.equal(funded.statusCode, 200, funded.body);
-    return { partner, clientId: client.id };
-  }
-
   function tokenOf(res: LightMyRequestResponse): string {
     assert.equal(res.statusCode, 200, res.body);
     return (res.json() as { result: { token: string } }).result.token;
@@ -115,7 +97,7 @@ describe("quotes kept by the process that made them", () => {
   const admin = (url: string, body: unknown) => adminPut(ctx, url, body);
 
   test("the execute of a quote its process made costs one statement; of another process's quote, two", async () => {
-    const { partner, clientId } = await fundedClient("one-statement");
+    const { partner, clientId } = await fundedClient(ctx, second, "one-statement");
     const before = await state(partner.id, clientId);
     const token = tokenOf(await signedPost(second, quote(partner)));
     const counts = await judged();
@@ -142,7 +124,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("the client's status or standing changed since the quote: refused as the row says, nothing written; restored, the quote executes", async () => {
-    const { partner, clientId } = await fundedClient("client-changed");
+    const { partner, clientId } = await fundedClient(ctx, second, "client-changed");
     const base = `/admin/partners/${partner.id}/clients/client-1`;
     const cases: [string, unknown, number, unknown][] = [
       ["status", { status: "under_review", reason: "test" }, 2009, { status: "verified", reason: "test" }],
@@ -174,7 +156,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("a reference already taken, and the client deactivated since the quote: 2020 first, as when the rows are read", async () => {
-    const { partner, clientId } = await fundedClient("ref-first");
+    const { partner, clientId } = await fundedClient(ctx, second, "ref-first");
     const token = tokenOf(await signedPost(second, quote(partner)));
     await admin(`/admin/partners/${partner.id}/clients/client-1/active`, { active: false, reason: "test" });
     const taken = await answered(second, execute(partner, token, "ref-first-fund"), partner.id, clientId);
@@ -184,7 +166,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("a reference already taken, the client unchanged: 2020, and the quote still executes once", async () => {
-    const { partner, clientId } = await fundedClient("ref-taken");
+    const { partner, clientId } = await fundedClient(ctx, second, "ref-taken");
     const token = tokenOf(await signedPost(second, quote(partner)));
     const taken = await answered(second, execute(partner, token, "ref-taken-fund"), partner.id, clientId);
     assertAnswer(taken, 409, 2020, "the funding's reference");
@@ -197,7 +179,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("a kept quote spent through another process, or expired: 4008, nothing written", async () => {
-    const { partner, clientId } = await fundedClient("unspendable");
+    const { partner, clientId } = await fundedClient(ctx, second, "unspendable");
     const spentElsewhere = tokenOf(await signedPost(second, quote(partner)));
     const first = await answered(
       ctx.app,
@@ -221,7 +203,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("a kept quote's token sent for another client or by another partner: 4008; its own client's execute still costs one statement", async () => {
-    const { partner, clientId } = await fundedClient("other-client");
+    const { partner, clientId } = await fundedClient(ctx, second, "other-client");
     await insertClient(ctx.services.database.db, partner.id, 2);
     const other = await ctx.addPartner({ name: "other-client-partner" });
     const otherClient = await insertClient(ctx.services.database.db, other.id, 1);
@@ -249,20 +231,9 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("funds gone since a kept quote: the order rejected, the quote spent, nothing posted", async () => {
-    const { partner, clientId } = await fundedClient("funds-gone", "5000");
+    const { partner, clientId } = await fundedClient(ctx, second, "funds-gone", "5000");
     const token = tokenOf(await signedPost(second, quote(partner)));
-    const withdrawn = await signedPost(second, {
-      url: "/v1/partner/withdrawals",
-      body: {
-        partner_client_id: "client-1",
-        asset_id: "AED",
-        amount: "4000",
-        partner_order_ref: "funds-gone-w",
-      },
-      partner,
-      atMs: nextMs(ctx),
-    });
-    assert.equal(withdrawn.statusCode, 200, withdrawn.body);
+    await moveAed(ctx, second, partner, "withdrawals", "4000", "funds-gone-w");
     const before = await state(partner.id, clientId);
     counted.statements.count = 0;
     const res = await signedPost(second, execute(partner, token, "funds-gone-1"));
@@ -278,7 +249,7 @@ describe("quotes kept by the process that made them", () => {
   });
 
   test("execute_quote() spends a quote only with its own terms: any other is a check violation and writes nothing", async () => {
-    const { partner, clientId } = await fundedClient("terms");
+    const { partner, clientId } = await fundedClient(ctx, second, "terms");
     const db = ctx.services.database.db;
     const token = tokenOf(await signedPost(ctx.app, quote(partner)));
     const tokenHash = crypto.hash("sha256", token, "buffer");

@@ -11,13 +11,14 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
   assertAnswer,
   type CountedProcess,
+  fundedClient,
   LostAfterCommit,
   nextMs,
   type SignedPost,
   signedPost,
   startCountedProcess,
 } from "../../testing/counted-process.ts";
-import { insertClient, partnerRowCount } from "../../testing/fixtures.ts";
+import { partnerRowCount } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { checkLedger, clientBalances } from "../ledger/index.ts";
 
@@ -55,21 +56,6 @@ describe("a quote or an execute recorded in its change's statement", () => {
     body: { partner_client_id: "client-1", token, ...(ref === null ? {} : { partner_order_ref: ref }) },
   });
 
-  /** A partner with client-1 holding `aed`, whose credentials `second` has kept. */
-  async function keptPartner(name: string, aed = "100000") {
-    const partner = await ctx.addPartner({ name });
-    const client = await insertClient(ctx.services.database.db, partner.id, 1);
-    const body = {
-      partner_client_id: "client-1",
-      asset_id: "AED",
-      amount: aed,
-      partner_order_ref: `${name}-fund`,
-    };
-    const funded = await signedPost(second, { url: "/v1/partner/deposits", body, partner, atMs: now() });
-    assert.equal(funded.statusCode, 200, funded.body);
-    return { partner, clientId: client.id };
-  }
-
   /** What a request may change: quotes, spent quotes, orders, recorded signatures, balances. */
   async function state(partnerId: string, clientId: number) {
     const db = ctx.services.database.db;
@@ -91,7 +77,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
   }
 
   test("with the credentials kept, a quote costs two statements and its execute one; replays are 401 and change nothing", async () => {
-    const { partner, clientId } = await keptPartner("two-statements");
+    const { partner, clientId } = await fundedClient(ctx, second, "two-statements");
     const before = await state(partner.id, clientId);
     const quoted: SignedPost = { ...quote(), partner, atMs: now() };
     counted.statements.count = 0;
@@ -124,7 +110,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
   });
 
   test("a refused quote or execute records its signature: replayed once the cause is gone, still a 401", async () => {
-    const { partner, clientId } = await keptPartner("refused", "100");
+    const { partner, clientId } = await fundedClient(ctx, second, "refused", "100");
     // 0.01 BTC at 350,000 AED: funds short.
     const short: SignedPost = { ...quote(), partner, atMs: now() };
     let before = await state(partner.id, clientId);
@@ -160,7 +146,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
   });
 
   test("a key retired since the process kept it: no quote stored, no token spent, nothing recorded", async () => {
-    const { partner, clientId } = await keptPartner("retired");
+    const { partner, clientId } = await fundedClient(ctx, second, "retired");
     const token = tokenOf(await signedPost(second, { ...quote(), partner, atMs: now() }));
     const next = generateKeyPair();
     assert.ok((await ctx.services.partners.setKey(partner.id, next.publicKeyPem, testNote)).ok);
@@ -193,7 +179,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
   });
 
   test("identical executes at once, in two processes: one order, every other answer a 401", async () => {
-    const { partner, clientId } = await keptPartner("identical");
+    const { partner, clientId } = await fundedClient(ctx, second, "identical");
     const token = tokenOf(await signedPost(second, { ...quote(), partner, atMs: now() }));
     const before = await state(partner.id, clientId);
     const request: SignedPost = { ...execute(token, "identical-1"), partner, atMs: now() };
@@ -210,7 +196,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
   });
 
   test("a connection lost after the execute committed: a 503, the order and its record kept, a replay 401", async () => {
-    const { partner, clientId } = await keptPartner("lost");
+    const { partner, clientId } = await fundedClient(ctx, second, "lost");
     const token = tokenOf(await signedPost(second, { ...quote(), partner, atMs: now() }));
     const before = await state(partner.id, clientId);
     const request: SignedPost = { ...execute(token, "lost-1"), partner, atMs: now() };
