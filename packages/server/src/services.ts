@@ -14,7 +14,12 @@ import {
 import { ClientsService } from "./modules/clients/index.ts";
 import { DocumentsService, FileUrlSigner } from "./modules/documents/index.ts";
 import { EventsService } from "./modules/events/index.ts";
-import { FundingService, KeptFundingFacts } from "./modules/funding/index.ts";
+import {
+  type FundingCallsHistogram,
+  FundingService,
+  fundingCallsHistogram,
+  KeptFundingFacts,
+} from "./modules/funding/index.ts";
 import { BalancesService, LedgerAdminService } from "./modules/ledger/index.ts";
 import { OperatorsService } from "./modules/operators/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
@@ -56,6 +61,7 @@ export interface Services {
   readonly trading: TradingService;
   /** How deposits, withdrawals and executes were judged: by facts kept or read (on /metrics). */
   readonly keptFacts: KeptFactsCounter;
+  readonly fundingCalls: FundingCallsHistogram;
   readonly fileStore: FileStore;
   readonly clients: ClientsService;
   readonly documents: DocumentsService;
@@ -163,6 +169,7 @@ export function buildServices(deps: {
           commandMs: config.redisTimeoutMs,
         });
   const keptFacts = keptFactsCounter();
+  const fundingCalls = fundingCallsHistogram();
   return {
     ...deps,
     sharedState,
@@ -172,7 +179,8 @@ export function buildServices(deps: {
     catalog: new CatalogService(db),
     priceFeed,
     keptFacts,
-    funding: new FundingService(db, new KeptFundingFacts(), keptFacts),
+    fundingCalls,
+    funding: new FundingService(db, new KeptFundingFacts(), keptFacts, fundingCalls),
     balances: new BalancesService(db),
     orders,
     trading: new TradingService(

@@ -12,11 +12,13 @@ import { judgeClient } from "../clients/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { fundingLegs } from "./funding-legs.ts";
+import { type FundingCallsHistogram, FundingQueue } from "./funding-queue.ts";
 import {
   type ClientFacts,
   type FundingOrder,
   fundingFacts,
   fundOrder,
+  fundOrders,
   type HeldFacts,
 } from "./funding-store.ts";
 import { KeptFundingFacts } from "./kept-facts.ts";
@@ -35,14 +37,23 @@ export class FundingService {
   readonly #db: Db;
   readonly #kept: KeptFundingFacts;
   readonly #judged: KeptFactsCounter;
+  readonly #queue: FundingQueue;
   constructor(
     db: Db,
     kept: KeptFundingFacts = new KeptFundingFacts(),
     judged: KeptFactsCounter = keptFactsCounter(),
+    calls?: FundingCallsHistogram,
   ) {
     this.#db = db;
     this.#kept = kept;
     this.#judged = judged;
+    this.#queue = new FundingQueue(
+      {
+        one: (call) => fundOrder(db, call.order, call.signed, call.held),
+        many: (calls) => fundOrders(db, calls),
+      },
+      calls,
+    );
   }
 
   /**
@@ -135,7 +146,7 @@ export class FundingService {
     };
     try {
       const row = await withRetries(() =>
-        changeSigned(signed, (record) => fundOrder(this.#db, order, record, held)),
+        changeSigned(signed, (record) => this.#queue.fund({ order, signed: record, held })),
       );
       return { ok: true, order: orderView({ ...row, partner_client_id: client.partner_client_id }) };
     } catch (err) {

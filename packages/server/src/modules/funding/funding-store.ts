@@ -6,7 +6,7 @@ import { type Db, preparedMarker } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
-import { type Leg, legArguments } from "../ledger/index.ts";
+import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
 import { partnerArgument, type SignatureToRecord } from "../partners/index.ts";
 
 export interface FundingFacts {
@@ -91,4 +91,91 @@ export async function fundOrder(
   const row = rows[0];
   if (row === undefined) throw new Error("fund_order returned no order");
   return row;
+}
+
+/** One order of fundOrders(): as fundOrder() takes it. */
+export interface FundingCall {
+  order: FundingOrder;
+  signed?: SignatureToRecord | undefined;
+  held?: HeldFacts | undefined;
+}
+
+/**
+ * An order of a batch the database refused, as its own statement would have failed: the SQLSTATE
+ * and constraint are where db/errors.ts reads them from a driver's error.
+ */
+export class FundingOrderRefused extends Error {
+  readonly code: string;
+  readonly constraint: string | undefined;
+  constructor(code: string, constraint: string | undefined) {
+    super(`the order was refused with SQLSTATE ${code}${constraint === undefined ? "" : ` (${constraint})`}`);
+    this.name = "FundingOrderRefused";
+    this.code = code;
+    this.constraint = constraint;
+  }
+}
+
+export type FundingOutcome = Selectable<OrdersTable> | FundingOrderRefused;
+
+/**
+ * Several orders in one statement and one transaction, with the database's fund_orders()
+ * (migration 0024): each as fundOrder() would make it, in a block of its own, so that one refused
+ * undoes only its own work. The calls must be in ascending house slots, one per slot. Answers each
+ * call's order, or its error (FundingOrderRefused), in the calls' order; throws, with nothing
+ * written, when the statement fails as a whole (the connection lost, a timeout).
+ */
+export async function fundOrders(db: Db | Tx, calls: readonly FundingCall[]): Promise<FundingOutcome[]> {
+  const n = calls.length;
+  const col = <T>(pick: (call: FundingCall) => T): T[] => calls.map(pick);
+  const keys: string[] = [];
+  const ips: string[] = [];
+  const legs: Leg[] = [];
+  for (const { order, signed } of calls) {
+    if (signed !== undefined) {
+      keys.push(...signed.publicKeys);
+      ips.push(...signed.allowedIps);
+    }
+    const ordered = orderLegs(order.legs, order.slot);
+    if (ordered.length !== 2) throw new Error("a funding order has two legs");
+    legs.push(...ordered);
+  }
+  for (const { order, held } of calls)
+    if (held !== undefined && held.client.id !== order.clientId)
+      throw new Error("the facts held are not the order's client's");
+  const { rows } = await sql<
+    Selectable<OrdersTable> & { item: number; error_code: string | null; error_constraint: string | null }
+  >`${sql.raw(preparedMarker)}
+    SELECT b.item, b.error_code, b.error_constraint, (b.o).* FROM fund_orders(
+      ${col((c) => c.order.partnerId)}::uuid[],
+      ${col((c) => (c.signed === undefined ? null : Buffer.from(c.signed.signature).toString("hex")))}::text[],
+      ${col((c) => c.signed?.expiresAtIso ?? null)}::timestamptz[],
+      ${keys}::text[], ${col((c) => c.signed?.publicKeys.length ?? 0)}::integer[],
+      ${ips}::text[], ${col((c) => c.signed?.allowedIps.length ?? 0)}::integer[],
+      ${col((c) => c.signed?.budgets[0] ?? null)}::integer[],
+      ${col((c) => c.signed?.budgets[1] ?? null)}::integer[],
+      ${col((c) => c.signed?.budgets[2] ?? null)}::integer[],
+      ${col((c) => c.held !== undefined)}::boolean[],
+      ${col((c) => c.held?.client.partner_client_id ?? null)}::text[],
+      ${col((c) => c.held?.client.status ?? null)}::text[],
+      ${col((c) => c.held?.client.active ?? null)}::boolean[],
+      ${col((c) => c.held?.asset.type ?? null)}::text[],
+      ${col((c) => c.held?.asset.published ?? null)}::boolean[],
+      ${col((c) => c.held?.asset.depositable ?? null)}::boolean[],
+      ${col((c) => c.held?.asset.withdrawable ?? null)}::boolean[],
+      ${col((c) => c.order.clientId)}::bigint[],
+      ${col((c) => c.order.ref)}::text[],
+      ${col((c) => c.order.type)}::text[],
+      ${col((c) => c.order.assetId)}::text[],
+      ${col((c) => moneyToPg(c.order.amount))}::numeric[],
+      ${col((c) => c.order.slot)}::smallint[],
+      ${legs.map((l) => l.kind)}::text[], ${legs.map((l) => l.clientId)}::bigint[],
+      ${legs.map((l) => l.assetId)}::text[], ${legs.map((l) => moneyToPg(l.amount))}::numeric[]
+    ) AS b ORDER BY b.item
+  `.execute(db);
+  if (rows.length !== n) throw new Error(`fund_orders answered ${rows.length} rows for ${n} orders`);
+  return rows.map(({ item, error_code, error_constraint, ...order }, i) => {
+    if (item !== i + 1) throw new Error(`fund_orders answered order ${item} at ${i + 1}`);
+    if (error_code !== null) return new FundingOrderRefused(error_code, error_constraint || undefined);
+    return order as Selectable<OrdersTable>;
+  });
 }

@@ -9,4 +9,4 @@ export {
   type LedgerReport,
   LedgerReportSchema,
 } from "./ledger-views.ts";
-export { houseSlot, type Leg, orderLegs } from "./legs.ts";
+export { houseSlot, houseSlots, type Leg, orderLegs } from "./legs.ts";
