@@ -13,10 +13,11 @@
 -- SQLSTATE and constraint of its error. QUERY_CANCELED (a statement timeout) is not caught by an
 -- exception handler and fails the call as a whole, as does a lost connection: nothing is written.
 --
--- Lock order: the service gives at most one order per house slot, in ascending slot order. Each
--- order locks its client's accounts, then its slot's house accounts (post_legs()), so every
--- transaction, batched or not, takes its locks in one global order (slot, then a client's
--- accounts before the house's), and batches never wait on each other in a cycle.
+-- Lock order: the service gives at most one order per house slot and partner, in ascending order
+-- of the two. Each order locks its client's accounts, then its partner's house accounts of its
+-- slot (post_legs()), so every transaction, batched or not, takes its locks in one global order
+-- (slot, partner, then a client's accounts before the house's), and batches never wait on each
+-- other in a cycle.
 CREATE FUNCTION fund_orders(
   p_partners uuid[],
   -- The signature each order's statement records (hex), or null: no record (record_signature()).
@@ -78,10 +79,10 @@ BEGIN
      OR coalesce(array_length(p_ips, 1), 0) <> (SELECT coalesce(sum(c), 0) FROM unnest(p_ip_counts) AS c) THEN
     RAISE EXCEPTION 'fund_orders: the arrays differ in length' USING ERRCODE = 'check_violation';
   END IF;
-  IF EXISTS (SELECT 1 FROM unnest(p_slots) WITH ORDINALITY AS s(slot, i)
-             JOIN unnest(p_slots) WITH ORDINALITY AS t(slot, j) ON t.j = s.i + 1
-             WHERE t.slot <= s.slot) THEN
-    RAISE EXCEPTION 'fund_orders: the orders are not in ascending house slots' USING ERRCODE = 'check_violation';
+  IF EXISTS (SELECT 1 FROM unnest(p_slots, p_partners) WITH ORDINALITY AS s(slot, partner, i)
+             JOIN unnest(p_slots, p_partners) WITH ORDINALITY AS t(slot, partner, j) ON t.j = s.i + 1
+             WHERE (t.slot, t.partner) <= (s.slot, s.partner)) THEN
+    RAISE EXCEPTION 'fund_orders: the orders are not in ascending house slot and partner' USING ERRCODE = 'check_violation';
   END IF;
   FOR i IN 1 .. n LOOP
     item := i;

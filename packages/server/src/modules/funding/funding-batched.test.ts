@@ -215,17 +215,41 @@ describe("fund_orders(): orders committed together, each as its own statement", 
     assert.deepEqual(await checkLedger(db()), []);
   });
 
-  test("a call out of slot order fails as a whole and writes nothing", async () => {
+  test("a call out of slot order, or with two orders of one slot and partner, fails as a whole and writes nothing", async () => {
     const { partner, clients } = await partnerWithClients("batched-order", 2);
+    const [c0, c1] = clients as [(typeof clients)[number], (typeof clients)[number]];
+    let sameSlot = await insertClient(db(), partner.id, 100);
+    for (let n = 101; sameSlot.id % houseSlots !== c0.id % houseSlots; n++)
+      sameSlot = await insertClient(db(), partner.id, n);
     const before = await written(partner.id);
+    for (const calls of [
+      [call(partner, c1, "deposit", "o-1", 1n), call(partner, c0, "deposit", "o-2", 1n)],
+      [call(partner, c0, "deposit", "o-3", 1n), call(partner, sameSlot, "deposit", "o-4", 1n)],
+    ]) {
+      await assert.rejects(fundOrders(db(), calls), (err: { code?: string }) => err.code === "23514");
+    }
+    assert.deepEqual(await written(partner.id), before);
+  });
+
+  test("orders of one slot and two partners go in one call, by partner", async () => {
+    const a = await partnerWithClients("batched-partner-a", 1);
+    const b = await partnerWithClients("batched-partner-b", 16);
+    const ca = a.clients[0]!;
+    const cb = b.clients.find((c) => c.id % houseSlots === ca.id % houseSlots)!;
+    const pair = [call(a.partner, ca, "deposit", "p-1", 3n), call(b.partner, cb, "deposit", "p-1", 4n)].sort(
+      (x, y) => (x.order.partnerId < y.order.partnerId ? -1 : 1),
+    );
+    assert.deepEqual(
+      (await fundOrders(db(), pair)).map(codeOf),
+      ["made", "made"],
+      "one reference, two partners",
+    );
+    assert.equal((await clientBalances(db(), ca.id)).get("AED")?.balance, 3n);
+    assert.equal((await clientBalances(db(), cb.id)).get("AED")?.balance, 4n);
     await assert.rejects(
-      fundOrders(db(), [
-        call(partner, clients[1]!, "deposit", "o-1", 1n),
-        call(partner, clients[0]!, "deposit", "o-2", 1n),
-      ]),
+      fundOrders(db(), [...pair].reverse()),
       (err: { code?: string }) => err.code === "23514",
     );
-    assert.deepEqual(await written(partner.id), before);
   });
 
   test("orders gains a column: a call made before and after it still answers its orders", async () => {

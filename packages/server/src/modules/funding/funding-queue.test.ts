@@ -13,8 +13,12 @@ import { type FundingCall, FundingOrderRefused, type FundingOutcome } from "./fu
 type Order = Selectable<OrdersTable>;
 
 /** A call of order `ref` in house slot `slot` (the stand-in looks at nothing else). */
-const call = (ref: string, slot: number): FundingCall => ({
-  order: { partnerId: "p", clientId: slot, ref, type: "deposit", assetId: "AED", amount: 1n, legs: [], slot },
+const call = (
+  ref: string,
+  slot: number,
+  partnerId = "00000000-0000-4000-8000-000000000001",
+): FundingCall => ({
+  order: { partnerId, clientId: slot, ref, type: "deposit", assetId: "AED", amount: 1n, legs: [], slot },
 });
 const made = (c: FundingCall) => ({ partner_order_ref: c.order.ref }) as unknown as Order;
 
@@ -101,6 +105,31 @@ test("orders that arrive while a call is in flight go together, one per slot in 
   ]);
   const counted = (await histogram.get()).values.find((v) => v.metricName?.endsWith("_count"));
   assert.equal(counted?.value, 4, "four calls observed");
+});
+
+test("orders of one slot and other partners go together, by slot then partner as PostgreSQL orders uuids", async () => {
+  const { calls, sender } = standIn();
+  const queue = new FundingQueue(sender, fundingCallsHistogram(), options);
+  const first = queue.fund(call("first", 0));
+  const orders = [
+    queue.fund(call("s3-b", 3, "B0000000-0000-4000-8000-000000000000")),
+    queue.fund(call("s3-a", 3, "a0000000-0000-4000-8000-000000000000")),
+    queue.fund(call("s1-c", 1, "c0000000-0000-4000-8000-000000000000")),
+    queue.fund(call("s3-b-again", 3, "b0000000-0000-4000-8000-000000000000")),
+  ];
+  calls[0]!.answer();
+  await first;
+  await tick();
+  assert.deepEqual(
+    calls[1]!.refs,
+    ["s1-c", "s3-a", "s3-b"],
+    "one per slot and partner (the partner's case aside)",
+  );
+  calls[1]!.answer();
+  await tick();
+  assert.deepEqual(calls[2]!.refs, ["s3-b-again"]);
+  calls[2]!.answer();
+  assert.equal((await Promise.all(orders)).length, 4);
 });
 
 test("an order refused in a call is refused alone; the others are made", async () => {

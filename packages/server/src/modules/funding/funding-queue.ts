@@ -5,10 +5,10 @@
 // statement would have been. An order that finds nothing in flight goes at once, alone, with
 // fund_order(): a lone deposit waits for nothing.
 //
-// A call takes at most one order per house slot, in ascending slot order: every order locks its
-// client's accounts, then its slot's house accounts, so batches take their locks in one global
-// order and never wait on each other in a cycle. An order whose slot is taken waits for the next
-// call, ahead of those that came after it. Every wait is bounded: an order that has waited
+// A call takes at most one order per house slot and partner, in ascending order of the two: every
+// order locks its client's accounts, then its partner's house accounts of its slot, so batches
+// take their locks in one global order and never wait on each other in a cycle. An order whose
+// slot and partner are taken waits for the next call, ahead of those that came after it. Every wait is bounded: an order that has waited
 // `waitMs` for a call (the database slow or gone), or that finds `waitingMax` orders waiting, goes
 // alone on a connection of its own, as it would without the queue (the pool bounds that wait, and
 // the statement's own bound its answer).
@@ -131,18 +131,18 @@ export class FundingQueue {
       this.#start(this.#take());
   }
 
-  /** The next call's orders: the first waiting of each house slot, in ascending slot order. */
+  /** The next call's orders: the first waiting of each house slot and partner, in their order. */
   #take(): Waiting[] {
-    const taken = new Map<number, Waiting>();
+    const taken = new Map<string, Waiting>();
     const left: Waiting[] = [];
     for (const w of this.#waiting) {
-      if (taken.size < this.#options.batchMax && !taken.has(w.call.order.slot))
-        taken.set(w.call.order.slot, w);
+      const key = lockGroup(w.call);
+      if (taken.size < this.#options.batchMax && !taken.has(key)) taken.set(key, w);
       else left.push(w);
     }
     this.#waiting = left;
     for (const w of taken.values()) clearTimeout(w.timer);
-    return [...taken.values()].sort((a, b) => a.call.order.slot - b.call.order.slot);
+    return [...taken.values()].sort((a, b) => compareLockGroups(a.call, b.call));
   }
 
   #start(batch: Waiting[]): void {
@@ -178,4 +178,17 @@ export class FundingQueue {
       })
       .finally(done);
   }
+}
+
+/** The rows an order locks besides its client's: its partner's house accounts of its slot. */
+function lockGroup(call: FundingCall): string {
+  return `${call.order.slot} ${call.order.partnerId.toLowerCase()}`;
+}
+
+/** By slot, then partner, as PostgreSQL orders (smallint, uuid): a uuid's bytes are its hex digits. */
+function compareLockGroups(a: FundingCall, b: FundingCall): number {
+  if (a.order.slot !== b.order.slot) return a.order.slot - b.order.slot;
+  const p = a.order.partnerId.toLowerCase();
+  const q = b.order.partnerId.toLowerCase();
+  return p < q ? -1 : p > q ? 1 : 0;
 }

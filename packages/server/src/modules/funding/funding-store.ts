@@ -120,7 +120,8 @@ export type FundingOutcome = Selectable<OrdersTable> | FundingOrderRefused;
 /**
  * Several orders in one statement and one transaction, with the database's fund_orders()
  * (migration 0024): each as fundOrder() would make it, in a block of its own, so that one refused
- * undoes only its own work. The calls must be in ascending house slots, one per slot. Answers each
+ * undoes only its own work. The calls must be in ascending order of house slot and partner, one
+ * per slot and partner (migration 0024 says why). Answers each
  * call's order, or its error (FundingOrderRefused), in the calls' order; throws, with nothing
  * written, when the statement fails as a whole (the connection lost, a timeout).
  */
