@@ -228,7 +228,7 @@ function urlOf(app: FastifyInstance | null): string | null {
 function registerServiceMetrics(services: Services, metrics: HttpMetrics): void {
   if (services.rateLimiter !== null) metrics.registry.registerMetric(services.rateLimiter.failOpen);
   metrics.registry.registerMetric(services.keptFacts);
-  metrics.registry.registerMetric(services.fundingCalls);
+  metrics.registry.registerMetric(services.ordersPerCall);
 }
 
 async function runSingle(config: Config): Promise<RunningServer> {

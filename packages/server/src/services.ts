@@ -14,18 +14,18 @@ import {
 import { ClientsService } from "./modules/clients/index.ts";
 import { DocumentsService, FileUrlSigner } from "./modules/documents/index.ts";
 import { EventsService } from "./modules/events/index.ts";
+import { FundingService, KeptFundingFacts } from "./modules/funding/index.ts";
 import {
-  type FundingCallsHistogram,
-  FundingService,
-  fundingCallsHistogram,
-  KeptFundingFacts,
-} from "./modules/funding/index.ts";
-import { BalancesService, LedgerAdminService } from "./modules/ledger/index.ts";
+  BalancesService,
+  LedgerAdminService,
+  type OrdersPerCall,
+  ordersPerCallHistogram,
+} from "./modules/ledger/index.ts";
 import { OperatorsService } from "./modules/operators/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService, RateLimiter } from "./modules/partners/index.ts";
 import { RecordsService } from "./modules/records/index.ts";
-import { KeptQuotes, TradingAdminService, TradingService } from "./modules/trading/index.ts";
+import { KeptQuoteFacts, KeptQuotes, TradingAdminService, TradingService } from "./modules/trading/index.ts";
 import { systemResolver, WebhookSigner, WebhooksService } from "./modules/webhooks/index.ts";
 import type { Clock } from "./platform/clock.ts";
 import { type FileStore, LocalFileStore } from "./platform/file-store.ts";
@@ -61,7 +61,7 @@ export interface Services {
   readonly trading: TradingService;
   /** How deposits, withdrawals and executes were judged: by facts kept or read (on /metrics). */
   readonly keptFacts: KeptFactsCounter;
-  readonly fundingCalls: FundingCallsHistogram;
+  readonly ordersPerCall: OrdersPerCall;
   readonly fileStore: FileStore;
   readonly clients: ClientsService;
   readonly documents: DocumentsService;
@@ -169,7 +169,7 @@ export function buildServices(deps: {
           commandMs: config.redisTimeoutMs,
         });
   const keptFacts = keptFactsCounter();
-  const fundingCalls = fundingCallsHistogram();
+  const ordersPerCall = ordersPerCallHistogram();
   return {
     ...deps,
     sharedState,
@@ -179,8 +179,13 @@ export function buildServices(deps: {
     catalog: new CatalogService(db),
     priceFeed,
     keptFacts,
-    fundingCalls,
-    funding: new FundingService(db, new KeptFundingFacts(), keptFacts, fundingCalls),
+    ordersPerCall,
+    funding: new FundingService(
+      db,
+      new KeptFundingFacts(),
+      keptFacts,
+      ordersPerCall.labels({ use: "funding" }),
+    ),
     balances: new BalancesService(db),
     orders,
     trading: new TradingService(
@@ -190,6 +195,8 @@ export function buildServices(deps: {
       { priceStaleAfterSeconds: deps.config.priceStaleAfterSeconds },
       new KeptQuotes(),
       keptFacts,
+      new KeptQuoteFacts(),
+      ordersPerCall.labels({ use: "execute" }),
     ),
     fileStore,
     clients: new ClientsService(db, deps.clock, { legalAgeYears: config.legalAgeYears }),

@@ -74,20 +74,20 @@ export const limits = {
    */
   quoteFactsKeptMax: 10_000,
   /**
-   * Deposits and withdrawals committed together (modules/funding/funding-queue.ts): the orders
-   * that arrive while a process's funding call is in the database go together in its next call,
-   * at most this many (one per house slot: at most 16) ...
+   * Orders committed together (modules/ledger/order-queue.ts): the deposits and withdrawals, and
+   * the executes, that arrive while a process's call of their use is in the database go together
+   * in its next call, at most this many (one per house slot and partner) ...
    */
-  fundingBatchMax: 16,
+  ordersBatchMax: 16,
   /** ... while at most this many wait (past it, an order goes alone, on a connection of its own) ... */
-  fundingWaitingMax: 1_000,
-  /** ... and at most this many of the process's funding calls are in the database at once. */
-  fundingCallsInFlightMax: 1,
+  ordersWaitingMax: 1_000,
+  /** ... and at most this many of the process's calls of one use are in the database at once. */
+  ordersCallsInFlightMax: 1,
   /**
-   * An order waits this long at most for a funding call; then it goes alone, as it would without
-   * the queue, so that a slow or hung database holds it no longer than its own statement's bound.
+   * An order waits this long at most for a call; then it goes alone, as it would without the
+   * queue, so that a slow or hung database holds it no longer than its own statement's bound.
    */
-  fundingWaitMs: 250,
+  ordersWaitMs: 250,
   /** Signature window (docs/reference.md §5.2). */
   timestampWindowMs: 60_000,
   pageSizeDefault: 10,

@@ -92,3 +92,44 @@ export function isUnavailable(err: unknown): boolean {
     code === "ETIMEDOUT"
   );
 }
+
+/**
+ * One order of a batch the database refused, as its own statement would have failed
+ * (modules/ledger/order-queue.ts): the SQLSTATE and the constraint are where the functions above
+ * read them from a driver's error.
+ */
+export class RefusedInBatch extends Error {
+  readonly code: string;
+  readonly constraint: string | undefined;
+  constructor(code: string, constraint: string | undefined) {
+    super(`the order was refused with SQLSTATE ${code}${constraint === undefined ? "" : ` (${constraint})`}`);
+    this.name = "RefusedInBatch";
+    this.code = code;
+    this.constraint = constraint;
+  }
+}
+
+/** The columns a batch's function answers for each order besides the order (migrations 0024, 0025). */
+export interface BatchItem {
+  item: number;
+  error_code: string | null;
+  error_constraint: string | null;
+}
+
+/**
+ * Each order's outcome from a batch function's rows, in the calls' order: the order, or a
+ * RefusedInBatch with its SQLSTATE and constraint. Throws on rows that do not answer each of the
+ * `n` orders once, in order (a programming error).
+ */
+export function batchOutcomes<T>(
+  fn: string,
+  rows: readonly (T & BatchItem)[],
+  n: number,
+): (T | RefusedInBatch)[] {
+  if (rows.length !== n) throw new Error(`${fn} answered ${rows.length} rows for ${n} orders`);
+  return rows.map(({ item, error_code, error_constraint, ...order }, i) => {
+    if (item !== i + 1) throw new Error(`${fn} answered order ${item} at ${i + 1}`);
+    if (error_code !== null) return new RefusedInBatch(error_code, error_constraint || undefined);
+    return order as T;
+  });
+}

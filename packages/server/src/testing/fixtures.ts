@@ -2,10 +2,12 @@
 // directly (for tests of other modules that only need a client to exist in some state).
 
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import zlib from "node:zlib";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
+import type { SignatureToRecord } from "../modules/partners/index.ts";
 import type { TestContext } from "./harness.ts";
 
 /** A valid POST /v1/partner/clients body; `n` makes the unique fields unique. */
@@ -73,6 +75,38 @@ export async function insertClient(
     .returning(["id", "partner_client_id"])
     .executeTakeFirstOrThrow();
   return { id: row.id, partnerClientId: row.partner_client_id };
+}
+
+/**
+ * A signature for an order's statement to record (partnerArgument(), and the batches' arrays), by
+ * the partner's credentials as its row holds them now: a random signature, expiring at `expiresAtMs`.
+ */
+export async function signatureToRecord(
+  db: Db,
+  partnerId: string,
+  expiresAtMs: number,
+  signature: Uint8Array = randomBytes(64),
+): Promise<SignatureToRecord> {
+  const row = await db
+    .selectFrom("partners")
+    .select(["allowed_ips", "rate_limit_reads", "rate_limit_writes", "rate_limit_quotes"])
+    .where("id", "=", partnerId)
+    .executeTakeFirstOrThrow();
+  const keys = await db
+    .selectFrom("partner_keys")
+    .select("public_key_pem")
+    .where("partner_id", "=", partnerId)
+    .where("retired_at", "is", null)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .execute();
+  return {
+    signature,
+    expiresAtIso: new Date(expiresAtMs).toISOString(),
+    publicKeys: keys.map((k) => k.public_key_pem),
+    allowedIps: row.allowed_ips,
+    budgets: [row.rate_limit_reads, row.rate_limit_writes, row.rate_limit_quotes],
+  };
 }
 
 // --- Clients and documents: what a failed request must leave untouched, and upload bodies. ---

@@ -1,4 +1,4 @@
--- Deposits and withdrawals committed together (docs/decisions.md, "Deposits committed together").
+-- Deposits and withdrawals committed together (docs/decisions.md, "Orders committed together").
 --
 -- A deposit is one transaction, and its commit waits for its WAL on disk. fund_orders() makes
 -- several in one transaction: each exactly as its own statement would (fund_order(), with
@@ -18,6 +18,27 @@
 -- slot (post_legs()), so every transaction, batched or not, takes its locks in one global order
 -- (slot, partner, then a client's accounts before the house's), and batches never wait on each
 -- other in a cycle.
+-- The partner argument of a batched order's statement, as partnerArgument() gives a lone one: the
+-- partner's id, or with a signature (hex), record_signature()'s, which records it or raises.
+CREATE FUNCTION batch_partner(
+  p_partner uuid,
+  p_signature text,
+  p_expires timestamptz,
+  p_keys text[],
+  p_ips text[],
+  p_reads integer,
+  p_writes integer,
+  p_quotes integer
+) RETURNS uuid LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_signature IS NULL THEN
+    RETURN p_partner;
+  END IF;
+  RETURN record_signature(p_partner, decode(p_signature, 'hex'), p_expires, coalesce(p_keys, '{}'),
+                          coalesce(p_ips, '{}'), p_reads, p_writes, p_quotes);
+END;
+$$;
+
 CREATE FUNCTION fund_orders(
   p_partners uuid[],
   -- The signature each order's statement records (hex), or null: no record (record_signature()).
@@ -90,14 +111,9 @@ BEGIN
     error_constraint := NULL;
     o := NULL;
     BEGIN
-      IF p_signatures[i] IS NULL THEN
-        partner := p_partners[i];
-      ELSE
-        partner := record_signature(p_partners[i], decode(p_signatures[i], 'hex'), p_expires[i],
-                                    coalesce(p_keys[key_at : key_at + p_key_counts[i] - 1], '{}'),
-                                    coalesce(p_ips[ip_at : ip_at + p_ip_counts[i] - 1], '{}'),
-                                    p_reads[i], p_writes[i], p_quotes[i]);
-      END IF;
+      partner := batch_partner(p_partners[i], p_signatures[i], p_expires[i],
+                               p_keys[key_at : key_at + p_key_counts[i] - 1], p_ips[ip_at : ip_at + p_ip_counts[i] - 1],
+                               p_reads[i], p_writes[i], p_quotes[i]);
       IF p_held[i] THEN
         client := funding_facts_held(p_partners[i], p_clients[i], p_client_refs[i], p_statuses[i],
                                      p_actives[i], p_assets[i], p_asset_types[i], p_published[i],

@@ -5,18 +5,16 @@
 // balance, no event, no count, no recorded signature. A call that fails as a whole writes nothing.
 
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { databaseError, isDuplicateOrderRef, RefusedInBatch } from "../../db/errors.ts";
+import { insertClient, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { checkLedger, clientBalances, houseSlots } from "../ledger/index.ts";
 import type { SignatureToRecord } from "../partners/index.ts";
 import { fundingLegs } from "./funding-legs.ts";
 import {
   type FundingCall,
-  FundingOrderRefused,
   type FundingOutcome,
   fundOrder,
   fundOrders,
@@ -50,28 +48,8 @@ describe("fund_orders(): orders committed together, each as its own statement", 
   }
 
   /** The signature to record with an order, by the partner's credentials as its row holds them. */
-  async function signatureOf(partner: TestPartner, signature = randomBytes(64)): Promise<SignatureToRecord> {
-    const row = await db()
-      .selectFrom("partners")
-      .select(["allowed_ips", "rate_limit_reads", "rate_limit_writes", "rate_limit_quotes"])
-      .where("id", "=", partner.id)
-      .executeTakeFirstOrThrow();
-    const keys = await db()
-      .selectFrom("partner_keys")
-      .select("public_key_pem")
-      .where("partner_id", "=", partner.id)
-      .where("retired_at", "is", null)
-      .orderBy("created_at", "desc")
-      .orderBy("id", "desc")
-      .execute();
-    return {
-      signature,
-      expiresAtIso: new Date(ctx.clock.nowMs() + 60_000).toISOString(),
-      publicKeys: keys.map((k) => k.public_key_pem),
-      allowedIps: row.allowed_ips,
-      budgets: [row.rate_limit_reads, row.rate_limit_writes, row.rate_limit_quotes],
-    };
-  }
+  const signatureOf = (partner: TestPartner) =>
+    signatureToRecord(db(), partner.id, ctx.clock.nowMs() + 60_000);
 
   function call(
     partner: TestPartner,
@@ -117,7 +95,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
   }
 
   const codeOf = (outcome: FundingOutcome | undefined) =>
-    outcome instanceof FundingOrderRefused ? outcome.code : outcome === undefined ? "missing" : "made";
+    outcome instanceof RefusedInBatch ? outcome.code : outcome === undefined ? "missing" : "made";
 
   test("each order's outcome is its own statement's; the refused ones write nothing", async () => {
     const { partner, clients } = await partnerWithClients("batched-mixed", 8);
@@ -154,7 +132,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
     assert.ok(isDuplicateOrderRef(outcomes[2]), "the reference taken is told as the order reference's key");
     assert.equal(databaseError(outcomes[1])?.kind, "insufficient_funds");
 
-    const made = outcomes[0] as Exclude<FundingOutcome, FundingOrderRefused>;
+    const made = outcomes[0] as Exclude<FundingOutcome, RefusedInBatch>;
     assert.equal(made.partner_order_ref, "b-1");
     assert.equal(made.client_id, c0.id);
     assert.equal(made.debit, "1.50000000");
@@ -179,7 +157,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
     for (const i of [1, 2, 3, 4, 5, 7]) {
       const { order, signed, held } = calls[i]!;
       await assert.rejects(fundOrder(db(), order, signed, held), (err: { code?: string }) => {
-        assert.equal(err.code, (outcomes[i] as FundingOrderRefused).code, `order ${i + 1} alone`);
+        assert.equal(err.code, (outcomes[i] as RefusedInBatch).code, `order ${i + 1} alone`);
         return true;
       });
     }
@@ -344,10 +322,11 @@ describe("deposits and withdrawals arriving together are committed together, eac
   });
 });
 
-/** Calls made and orders sent so far, from counterpart_funding_orders_per_call. */
+/** Calls made and orders sent so far, from counterpart_orders_per_call{use="funding"}. */
 async function callsObserved(ctx: TestContext): Promise<{ calls: number; orders: number }> {
-  const { values } = await ctx.services.fundingCalls.get();
-  const calls = values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0;
-  const orders = values.find((v) => v.metricName?.endsWith("_sum"))?.value ?? 0;
+  const { values } = await ctx.services.ordersPerCall.get();
+  const funding = values.filter((v) => v.labels.use === "funding");
+  const calls = funding.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0;
+  const orders = funding.find((v) => v.metricName?.endsWith("_sum"))?.value ?? 0;
   return { calls, orders };
 }

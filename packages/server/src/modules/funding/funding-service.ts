@@ -4,17 +4,20 @@
 // client (2008, 2009, 2010), asset (2012), funds (3005).
 
 import type { ErrorName } from "@counterpart/protocol";
+import type { Selectable } from "kysely";
 import type { Db } from "../../db/database.ts";
 import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
+import type { OrdersTable } from "../../db/schema.ts";
 import { withRetries } from "../../db/transaction.ts";
 import { type KeptFactsCounter, keptFactsCounter } from "../../platform/kept-facts-metric.ts";
 import { judgeClient } from "../clients/index.ts";
+import { type CallSizes, OrderQueue, ordersPerCallHistogram } from "../ledger/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { fundingLegs } from "./funding-legs.ts";
-import { type FundingCallsHistogram, FundingQueue } from "./funding-queue.ts";
 import {
   type ClientFacts,
+  type FundingCall,
   type FundingOrder,
   fundingFacts,
   fundOrder,
@@ -37,21 +40,24 @@ export class FundingService {
   readonly #db: Db;
   readonly #kept: KeptFundingFacts;
   readonly #judged: KeptFactsCounter;
-  readonly #queue: FundingQueue;
+  readonly #queue: OrderQueue<FundingCall, Selectable<OrdersTable>>;
   constructor(
     db: Db,
     kept: KeptFundingFacts = new KeptFundingFacts(),
     judged: KeptFactsCounter = keptFactsCounter(),
-    calls?: FundingCallsHistogram,
+    calls: CallSizes = ordersPerCallHistogram().labels({ use: "funding" }),
   ) {
     this.#db = db;
     this.#kept = kept;
     this.#judged = judged;
-    this.#queue = new FundingQueue(
+    // Deposits and withdrawals that arrive together are committed together (docs/decisions.md,
+    // "Orders committed together").
+    this.#queue = new OrderQueue(
       {
         one: (call) => fundOrder(db, call.order, call.signed, call.held),
         many: (calls) => fundOrders(db, calls),
       },
+      (call) => call.order,
       calls,
     );
   }
@@ -146,7 +152,7 @@ export class FundingService {
     };
     try {
       const row = await withRetries(() =>
-        changeSigned(signed, (record) => this.#queue.fund({ order, signed: record, held })),
+        changeSigned(signed, (record) => this.#queue.make({ order, signed: record, held })),
       );
       return { ok: true, order: orderView({ ...row, partner_client_id: client.partner_client_id }) };
     } catch (err) {

@@ -3,11 +3,12 @@
 import type { RawBuilder, Selectable } from "kysely";
 import { sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
+import { type BatchItem, batchOutcomes, type RefusedInBatch } from "../../db/errors.ts";
 import { moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
-import { partnerArgument, type SignatureToRecord } from "../partners/index.ts";
+import { partnerArgument, type SignatureToRecord, signatureArrays } from "../partners/index.ts";
 
 export interface FundingFacts {
   client: { id: number; partner_client_id: string; status: string; active: boolean } | null;
@@ -100,61 +101,30 @@ export interface FundingCall {
   held?: HeldFacts | undefined;
 }
 
-/**
- * An order of a batch the database refused, as its own statement would have failed: the SQLSTATE
- * and constraint are where db/errors.ts reads them from a driver's error.
- */
-export class FundingOrderRefused extends Error {
-  readonly code: string;
-  readonly constraint: string | undefined;
-  constructor(code: string, constraint: string | undefined) {
-    super(`the order was refused with SQLSTATE ${code}${constraint === undefined ? "" : ` (${constraint})`}`);
-    this.name = "FundingOrderRefused";
-    this.code = code;
-    this.constraint = constraint;
-  }
-}
-
-export type FundingOutcome = Selectable<OrdersTable> | FundingOrderRefused;
+export type FundingOutcome = Selectable<OrdersTable> | RefusedInBatch;
 
 /**
  * Several orders in one statement and one transaction, with the database's fund_orders()
  * (migration 0024): each as fundOrder() would make it, in a block of its own, so that one refused
  * undoes only its own work. The calls must be in ascending order of house slot and partner, one
- * per slot and partner (migration 0024 says why). Answers each
- * call's order, or its error (FundingOrderRefused), in the calls' order; throws, with nothing
- * written, when the statement fails as a whole (the connection lost, a timeout).
+ * per slot and partner (migration 0024 says why). Answers each call's order, or its error
+ * (RefusedInBatch), in the calls' order; throws, with nothing written, when the statement fails
+ * as a whole (the connection lost, a timeout).
  */
 export async function fundOrders(db: Db | Tx, calls: readonly FundingCall[]): Promise<FundingOutcome[]> {
-  const n = calls.length;
   const col = <T>(pick: (call: FundingCall) => T): T[] => calls.map(pick);
-  const keys: string[] = [];
-  const ips: string[] = [];
   const legs: Leg[] = [];
-  for (const { order, signed } of calls) {
-    if (signed !== undefined) {
-      keys.push(...signed.publicKeys);
-      ips.push(...signed.allowedIps);
-    }
+  for (const { order, held } of calls) {
     const ordered = orderLegs(order.legs, order.slot);
     if (ordered.length !== 2) throw new Error("a funding order has two legs");
     legs.push(...ordered);
-  }
-  for (const { order, held } of calls)
     if (held !== undefined && held.client.id !== order.clientId)
       throw new Error("the facts held are not the order's client's");
-  const { rows } = await sql<
-    Selectable<OrdersTable> & { item: number; error_code: string | null; error_constraint: string | null }
-  >`${sql.raw(preparedMarker)}
+  }
+  const { rows } = await sql<Selectable<OrdersTable> & BatchItem>`${sql.raw(preparedMarker)}
     SELECT b.item, b.error_code, b.error_constraint, (b.o).* FROM fund_orders(
       ${col((c) => c.order.partnerId)}::uuid[],
-      ${col((c) => (c.signed === undefined ? null : Buffer.from(c.signed.signature).toString("hex")))}::text[],
-      ${col((c) => c.signed?.expiresAtIso ?? null)}::timestamptz[],
-      ${keys}::text[], ${col((c) => c.signed?.publicKeys.length ?? 0)}::integer[],
-      ${ips}::text[], ${col((c) => c.signed?.allowedIps.length ?? 0)}::integer[],
-      ${col((c) => c.signed?.budgets[0] ?? null)}::integer[],
-      ${col((c) => c.signed?.budgets[1] ?? null)}::integer[],
-      ${col((c) => c.signed?.budgets[2] ?? null)}::integer[],
+      ${signatureArrays(col((c) => c.signed))},
       ${col((c) => c.held !== undefined)}::boolean[],
       ${col((c) => c.held?.client.partner_client_id ?? null)}::text[],
       ${col((c) => c.held?.client.status ?? null)}::text[],
@@ -173,10 +143,5 @@ export async function fundOrders(db: Db | Tx, calls: readonly FundingCall[]): Pr
       ${legs.map((l) => l.assetId)}::text[], ${legs.map((l) => moneyToPg(l.amount))}::numeric[]
     ) AS b ORDER BY b.item
   `.execute(db);
-  if (rows.length !== n) throw new Error(`fund_orders answered ${rows.length} rows for ${n} orders`);
-  return rows.map(({ item, error_code, error_constraint, ...order }, i) => {
-    if (item !== i + 1) throw new Error(`fund_orders answered order ${item} at ${i + 1}`);
-    if (error_code !== null) return new FundingOrderRefused(error_code, error_constraint || undefined);
-    return order as Selectable<OrdersTable>;
-  });
+  return batchOutcomes<Selectable<OrdersTable>>("fund_orders", rows, calls.length);
 }

@@ -1,5 +1,4 @@
 export { fundingLegs } from "./funding-legs.ts";
-export { type FundingCallsHistogram, fundingCallsHistogram } from "./funding-queue.ts";
 export { fundingRoutes } from "./funding-routes.ts";
 export { FundingService } from "./funding-service.ts";
 export { KeptFundingFacts } from "./kept-facts.ts";

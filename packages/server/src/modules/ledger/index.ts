@@ -10,3 +10,12 @@ export {
   LedgerReportSchema,
 } from "./ledger-views.ts";
 export { houseSlot, houseSlots, type Leg, orderLegs } from "./legs.ts";
+export {
+  type CallSizes,
+  type LockGroup,
+  OrderQueue,
+  type OrderQueueOptions,
+  type OrderSender,
+  type OrdersPerCall,
+  ordersPerCallHistogram,
+} from "./order-queue.ts";

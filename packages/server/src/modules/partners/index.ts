@@ -28,7 +28,12 @@ export {
   type PartnerResult,
   PartnersService,
 } from "./partners-service.ts";
-export { partnerArgument, purgeExpiredSignatures, type SignatureToRecord } from "./partners-store.ts";
+export {
+  partnerArgument,
+  purgeExpiredSignatures,
+  type SignatureToRecord,
+  signatureArrays,
+} from "./partners-store.ts";
 export {
   defaultRateLimits,
   effectiveLimit,

@@ -269,6 +269,28 @@ export function partnerArgument(
     ${reads}::integer, ${writes}::integer, ${quotes}::integer)`;
 }
 
+/**
+ * The signature arguments of a batch's statement (fund_orders(), execute_quotes(); migrations 0024
+ * and 0025), one per order: the signature to record (hex) or null, its expiry, and the
+ * credentials it was judged by, the keys and allow-lists flattened with each order's count.
+ */
+export function signatureArrays(signed: readonly (SignatureToRecord | undefined)[]): RawBuilder<unknown> {
+  const keys: string[] = [];
+  const ips: string[] = [];
+  for (const s of signed) {
+    if (s === undefined) continue;
+    keys.push(...s.publicKeys);
+    ips.push(...s.allowedIps);
+  }
+  return sql`${signed.map((s) => (s === undefined ? null : Buffer.from(s.signature).toString("hex")))}::text[],
+    ${signed.map((s) => s?.expiresAtIso ?? null)}::timestamptz[],
+    ${keys}::text[], ${signed.map((s) => s?.publicKeys.length ?? 0)}::integer[],
+    ${ips}::text[], ${signed.map((s) => s?.allowedIps.length ?? 0)}::integer[],
+    ${signed.map((s) => s?.budgets[0] ?? null)}::integer[],
+    ${signed.map((s) => s?.budgets[1] ?? null)}::integer[],
+    ${signed.map((s) => s?.budgets[2] ?? null)}::integer[]`;
+}
+
 /** Sets a partner's rate-limit budgets; `undefined` leaves one as it is, null restores the default. */
 export async function updateRateLimits(
   db: Db | Tx,

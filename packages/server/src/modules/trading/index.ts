@@ -1,3 +1,4 @@
+export { KeptQuoteFacts } from "./kept-quote-facts.ts";
 export { KeptQuotes } from "./kept-quotes.ts";
 export { type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
 export { tradeLegs } from "./trade-legs.ts";

@@ -4,13 +4,16 @@
 
 import crypto from "node:crypto";
 import { type ErrorName, type FieldError, formatDecimal } from "@counterpart/protocol";
+import type { Selectable } from "kysely";
 import type { Db } from "../../db/database.ts";
 import { databaseError, isDuplicateOrderRef } from "../../db/errors.ts";
+import type { OrdersTable } from "../../db/schema.ts";
 import { withRetries } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type KeptFactsCounter, keptFactsCounter } from "../../platform/kept-facts-metric.ts";
 import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
+import { type CallSizes, OrderQueue, ordersPerCallHistogram } from "../ledger/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { type HeldQuoteFacts, type KeptPair, KeptQuoteFacts } from "./kept-quote-facts.ts";
@@ -18,7 +21,9 @@ import { KeptQuotes } from "./kept-quotes.ts";
 import { finerThanAsset, type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
 import { tradeLegs } from "./trade-legs.ts";
 import {
+  type ExecutionCall,
   executeQuote,
+  executeQuotes,
   findExecutionFacts,
   findQuoteFacts,
   insertQuote,
@@ -73,6 +78,7 @@ export class TradingService {
   readonly #kept: KeptQuotes;
   readonly #judged: KeptFactsCounter;
   readonly #facts: KeptQuoteFacts;
+  readonly #executes: OrderQueue<ExecutionCall, Selectable<OrdersTable>>;
 
   constructor(
     db: Db,
@@ -82,6 +88,7 @@ export class TradingService {
     kept: KeptQuotes = new KeptQuotes(),
     judged: KeptFactsCounter = keptFactsCounter(),
     facts: KeptQuoteFacts = new KeptQuoteFacts(),
+    calls: CallSizes = ordersPerCallHistogram().labels({ use: "execute" }),
   ) {
     this.#db = db;
     this.#clock = clock;
@@ -90,6 +97,16 @@ export class TradingService {
     this.#kept = kept;
     this.#judged = judged;
     this.#facts = facts;
+    // Executes that arrive together are committed together (docs/decisions.md, "Orders committed
+    // together").
+    this.#executes = new OrderQueue(
+      {
+        one: (call) => executeQuote(db, call.execution, call.signed, call.held),
+        many: (calls) => executeQuotes(db, calls),
+      },
+      (call) => call.execution,
+      calls,
+    );
   }
 
   /**
@@ -302,7 +319,7 @@ export class TradingService {
     try {
       const order = await withRetries(() =>
         changeSigned(signed, (record) =>
-          executeQuote(this.#db, execution, record, held ? client : undefined),
+          this.#executes.make({ execution, signed: record, held: held ? client : undefined }),
         ),
       );
       this.#kept.forget(tokenHash);

@@ -3,13 +3,15 @@
 
 import { type RawBuilder, type Selectable, sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
+import { type BatchItem, batchOutcomes, type RefusedInBatch } from "../../db/errors.ts";
 import { dbNow } from "../../db/now.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
+import { isoFromMs } from "../../db/time.ts";
 import type { Tx } from "../../db/transaction.ts";
-import type { Clock } from "../../platform/clock.ts";
-import { type Leg, legArguments } from "../ledger/index.ts";
-import { partnerArgument, type SignatureToRecord } from "../partners/index.ts";
+import { type Clock, systemClock } from "../../platform/clock.ts";
+import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
+import { partnerArgument, type SignatureToRecord, signatureArrays } from "../partners/index.ts";
 
 type Q = Db | Tx;
 
@@ -332,6 +334,78 @@ export async function executeQuote(
   const row = rows[0];
   if (row === undefined) throw new Error("execute_quote returned no order");
   return row;
+}
+
+/** One trade of executeQuotes(): as executeQuote() takes it. */
+export interface ExecutionCall {
+  execution: QuoteExecution;
+  signed?: SignatureToRecord | undefined;
+  held?: TradingClient | undefined;
+}
+
+/**
+ * Several trades in one statement and one transaction, with the database's execute_quotes()
+ * (migration 0025): each as executeQuote() would make it, in a block of its own, so that one
+ * refused undoes only its own work. The calls must be in ascending order of house slot and
+ * partner, one per slot and partner (migration 0024 says why). Answers each call's order, or its
+ * error (RefusedInBatch), in the calls' order; throws, with nothing written, when the statement
+ * fails as a whole (the connection lost, a timeout).
+ */
+export async function executeQuotes(
+  db: Q,
+  calls: readonly ExecutionCall[],
+): Promise<(Selectable<OrdersTable> | RefusedInBatch)[]> {
+  const col = <T>(pick: (call: ExecutionCall) => T): T[] => calls.map(pick);
+  const legs: Leg[] = [];
+  for (const { execution: e, held } of calls) {
+    legs.push(...orderLegs(e.legs, e.slot));
+    if (held !== undefined && held.id !== e.clientId)
+      throw new Error("the client held is not the execution's client");
+  }
+  const terms = calls.map(({ execution: { quote: q } }) => {
+    const buying = q.side === "buy";
+    const base = moneyToPg(q.base_amount);
+    const quote = moneyToPg(q.quote_amount);
+    return {
+      side: q.side,
+      price: moneyToPg(q.price),
+      debit: buying ? base : quote,
+      debitAsset: buying ? q.base_id : q.quote_id,
+      credit: buying ? quote : base,
+      creditAsset: buying ? q.quote_id : q.base_id,
+      fee: moneyToPg(q.fee),
+      feeAsset: q.quote_id,
+      vat: moneyToPg(q.vat),
+    };
+  });
+  const { rows } = await sql<Selectable<OrdersTable> & BatchItem>`${sql.raw(preparedMarker)}
+    SELECT b.item, b.error_code, b.error_constraint, (b.o).* FROM execute_quotes(
+      ${col((c) => c.execution.partnerId)}::uuid[],
+      ${signatureArrays(col((c) => c.signed))},
+      ${col((c) => c.held !== undefined)}::boolean[],
+      ${col((c) => c.held?.partner_client_id ?? null)}::text[],
+      ${col((c) => c.held?.status ?? null)}::text[],
+      ${col((c) => c.held?.active ?? null)}::boolean[],
+      ${col((c) => c.execution.clientId)}::bigint[],
+      ${col((c) => c.execution.ref)}::text[],
+      ${col((c) => c.execution.tokenHash.toString("hex"))}::text[],
+      ${col((c) => (c.execution.clock === systemClock ? null : isoFromMs(c.execution.clock.nowMs())))}::timestamptz[],
+      ${terms.map((t) => t.side)}::text[],
+      ${terms.map((t) => t.price)}::numeric[],
+      ${terms.map((t) => t.debit)}::numeric[],
+      ${terms.map((t) => t.debitAsset)}::text[],
+      ${terms.map((t) => t.credit)}::numeric[],
+      ${terms.map((t) => t.creditAsset)}::text[],
+      ${terms.map((t) => t.fee)}::numeric[],
+      ${terms.map((t) => t.feeAsset)}::text[],
+      ${terms.map((t) => t.vat)}::numeric[],
+      ${col((c) => c.execution.slot)}::smallint[],
+      ${col((c) => c.execution.legs.length)}::integer[],
+      ${legs.map((l) => l.kind)}::text[], ${legs.map((l) => l.clientId)}::bigint[],
+      ${legs.map((l) => l.assetId)}::text[], ${legs.map((l) => moneyToPg(l.amount))}::numeric[]
+    ) AS b ORDER BY b.item
+  `.execute(db);
+  return batchOutcomes<Selectable<OrdersTable>>("execute_quotes", rows, calls.length);
 }
 
 /**
