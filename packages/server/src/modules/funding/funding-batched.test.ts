@@ -175,6 +175,25 @@ describe("fund_orders(): orders committed together, each as its own statement", 
     assert.equal((await written(partner.id)).orders, "1");
   });
 
+  test("references that an array literal would misread are kept exactly, each its own", async () => {
+    const { partner, clients } = await partnerWithClients("batched-literal", 6);
+    const refs = ["NULL", "a,b", '{"x"}', "back\\slash", " spaced ", "ünï ✓"];
+    const outcomes = await fundOrders(
+      db(),
+      clients.map((c, i) => call(partner, c, "deposit", refs[i]!, 1n)),
+    );
+    assert.deepEqual(
+      outcomes.map((o) => (o as { partner_order_ref: string }).partner_order_ref),
+      refs,
+    );
+    const { rows } = await sql<{ ref: string }>`
+      SELECT partner_order_ref AS ref FROM orders WHERE partner_id = ${partner.id} ORDER BY id`.execute(db());
+    assert.deepEqual(
+      rows.map((r) => r.ref),
+      refs,
+    );
+  });
+
   test("a withdrawal covered by the balance is made; the next, no longer covered, refused alone", async () => {
     const { partner, clients } = await partnerWithClients("batched-funds", 3);
     const [a, b, c] = clients as [
