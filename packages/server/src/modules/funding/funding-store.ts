@@ -8,6 +8,7 @@ import { moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
+import { orderColumnList } from "../orders/index.ts";
 import { partnerArgument, type SignatureToRecord, signatureArrays } from "../partners/index.ts";
 
 export interface FundingFacts {
@@ -85,9 +86,9 @@ export async function fundOrder(
   held?: HeldFacts,
 ): Promise<Selectable<OrdersTable>> {
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${clientArgument(order, held)}, ${order.ref}, ${order.type},
+    SELECT ${orderColumnList("o")} FROM fund_order(${partnerArgument(order.partnerId, signed)}, ${clientArgument(order, held)}, ${order.ref}, ${order.type},
                              ${order.assetId}, ${moneyToPg(order.amount)}::numeric,
-                             ${legArguments(order.legs, order.slot)})
+                             ${legArguments(order.legs, order.slot)}) AS o
   `.execute(db);
   const row = rows[0];
   if (row === undefined) throw new Error("fund_order returned no order");
@@ -122,7 +123,7 @@ export async function fundOrders(db: Db | Tx, calls: readonly FundingCall[]): Pr
       throw new Error("the facts held are not the order's client's");
   }
   const { rows } = await sql<Selectable<OrdersTable> & BatchItem>`${sql.raw(preparedMarker)}
-    SELECT b.item, b.error_code, b.error_constraint, (b.o).* FROM fund_orders(
+    SELECT b.item, b.error_code, b.error_constraint, ${orderColumnList("(b.o)")} FROM fund_orders(
       ${col((c) => c.order.partnerId)}::uuid[],
       ${signatureArrays(col((c) => c.signed))},
       ${col((c) => c.held !== undefined)}::boolean[],

@@ -5,35 +5,12 @@ import { type CredentialWitness, WitnessedRead } from "../../db/credential-witne
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
-import type { OrderRow } from "./order-views.ts";
+import { type OrderRow, orderColumnNames } from "./order-views.ts";
 
 type Q = Db | Tx;
 
-/**
- * Every column of an order, by name: the reads below are prepared, and a prepared `o.*` would fail
- * once a migration adds a column while it is prepared (db/kept-statement.ts). A column
- * added to OrdersTable and not here fails the type check (OrderRow).
- */
-const orderColumns = [
-  "o.id",
-  "o.partner_id",
-  "o.client_id",
-  "o.partner_order_ref",
-  "o.type",
-  "o.source",
-  "o.status",
-  "o.price",
-  "o.credit",
-  "o.credit_asset_id",
-  "o.debit",
-  "o.debit_asset_id",
-  "o.fee",
-  "o.fee_asset_id",
-  "o.vat",
-  "o.created_at",
-  "o.transitioned_at",
-  "o.updated_at",
-] as const;
+/** Every column of an order, by name, in the reads below (orderColumnNames, order-views.ts). */
+const orderColumns = orderColumnNames.map((c) => `o.${c}` as const);
 
 function withClient(db: Q) {
   return db

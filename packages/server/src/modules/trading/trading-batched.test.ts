@@ -256,6 +256,39 @@ describe("execute_quotes(): trades committed together, each as its own statement
     assert.deepEqual(await written(partner.id), still);
   });
 
+  test("orders gains a column and the plans are made again: an execute's statement, alone or batched, still answers", async () => {
+    // As funding-batched.test.ts: one connection, the plans discarded after the column is added.
+    const { partner, clients } = await partnerWithClients("exec-batched-schema", 3);
+    const [c0, c1, c2] = clients as [Client, Client, Client];
+    const tokens = [await quoteFor(partner, c0), await quoteFor(partner, c1), await quoteFor(partner, c2)];
+    const calls = [
+      await tradeOf(partner, c0, tokens[0]!, "s-1"),
+      await tradeOf(partner, c1, tokens[1]!, "s-2"),
+      await tradeOf(partner, c2, tokens[2]!, "s-3"),
+    ];
+    const more = [await quoteFor(partner, c0), await quoteFor(partner, c1), await quoteFor(partner, c2)];
+    const after = [
+      await tradeOf(partner, c0, more[0]!, "s-4"),
+      await tradeOf(partner, c1, more[1]!, "s-5"),
+      await tradeOf(partner, c2, more[2]!, "s-6"),
+    ];
+    await db()
+      .connection()
+      .execute(async (conn) => {
+        await executeQuote(conn, calls[0]!.execution);
+        assert.deepEqual((await executeQuotes(conn, calls.slice(1))).map(outcomeOf), [
+          "completed",
+          "completed",
+        ]);
+        // The column stays: the tests after this one run with it, as a service does after a migration.
+        await sql`ALTER TABLE orders ADD COLUMN batched_note text`.execute(conn);
+        await sql`DISCARD PLANS`.execute(conn);
+        assert.equal((await executeQuote(conn, after[0]!.execution)).partner_order_ref, "s-4");
+        const second = await executeQuotes(conn, after.slice(1));
+        assert.deepEqual(second.map(outcomeOf), ["completed", "completed"]);
+      });
+  });
+
   test("a call out of order fails as a whole and writes nothing", async () => {
     const { partner, clients } = await partnerWithClients("exec-batched-order", 2);
     const calls = [

@@ -11,6 +11,7 @@ import { isoFromMs } from "../../db/time.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Clock, systemClock } from "../../platform/clock.ts";
 import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
+import { orderColumnList } from "../orders/index.ts";
 import { partnerArgument, type SignatureToRecord, signatureArrays } from "../partners/index.ts";
 
 type Q = Db | Tx;
@@ -325,11 +326,11 @@ export async function executeQuote(
   const base = moneyToPg(q.base_amount);
   const quote = moneyToPg(q.quote_amount);
   const { rows } = await sql<Selectable<OrdersTable>>`${sql.raw(preparedMarker)}
-    SELECT * FROM execute_quote(
+    SELECT ${orderColumnList("o")} FROM execute_quote(
       ${partnerArgument(e.partnerId, signed)}, ${clientArgument(e, held)}, ${e.ref}, ${e.tokenHash}, ${dbNow(e.clock)}, ${q.side}, ${moneyToPg(q.price)}::numeric,
       ${buying ? base : quote}::numeric, ${buying ? q.base_id : q.quote_id},
       ${buying ? quote : base}::numeric, ${buying ? q.quote_id : q.base_id},
-      ${moneyToPg(q.fee)}::numeric, ${q.quote_id}, ${moneyToPg(q.vat)}::numeric, ${legArguments(e.legs, e.slot)})
+      ${moneyToPg(q.fee)}::numeric, ${q.quote_id}, ${moneyToPg(q.vat)}::numeric, ${legArguments(e.legs, e.slot)}) AS o
   `.execute(db);
   const row = rows[0];
   if (row === undefined) throw new Error("execute_quote returned no order");
@@ -379,7 +380,7 @@ export async function executeQuotes(
     };
   });
   const { rows } = await sql<Selectable<OrdersTable> & BatchItem>`${sql.raw(preparedMarker)}
-    SELECT b.item, b.error_code, b.error_constraint, (b.o).* FROM execute_quotes(
+    SELECT b.item, b.error_code, b.error_constraint, ${orderColumnList("(b.o)")} FROM execute_quotes(
       ${col((c) => c.execution.partnerId)}::uuid[],
       ${signatureArrays(col((c) => c.signed))},
       ${col((c) => c.held !== undefined)}::boolean[],
