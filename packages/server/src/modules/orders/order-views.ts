@@ -1,7 +1,7 @@
 // The order as partners see it (docs/reference.md §2.3): one shape for every type, decimals as strings.
 
 import { formatDecimal, orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
-import { type RawBuilder, type Selectable, sql } from "kysely";
+import type { Selectable } from "kysely";
 import { type Static, Type } from "typebox";
 import { moneyFromPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
@@ -36,42 +36,6 @@ export const OrderSchema = Type.Object(
   },
   { $id: "Order" },
 );
-
-/**
- * Every column of an order, by name. Prepared statements read orders by these, never by `*`: a
- * prepared `*` fails ("cached plan must not change result type", SQLSTATE 0A000) once a migration
- * adds a column and the statement's plan is made again, which PostgreSQL does whenever its caches
- * are reset (db/kept-statement.ts). A column of OrdersTable missing here fails the type check.
- */
-export const orderColumnNames = [
-  "id",
-  "partner_id",
-  "client_id",
-  "partner_order_ref",
-  "type",
-  "source",
-  "status",
-  "price",
-  "credit",
-  "credit_asset_id",
-  "debit",
-  "debit_asset_id",
-  "fee",
-  "fee_asset_id",
-  "vat",
-  "created_at",
-  "transitioned_at",
-  "updated_at",
-] as const satisfies readonly (keyof OrdersTable)[];
-const everyColumnNamed: Exclude<keyof OrdersTable, (typeof orderColumnNames)[number]> extends never
-  ? true
-  : never = true;
-void everyColumnNamed;
-
-/** The columns of an order as a select list, each of the composite or alias `of`: `o`, `(b.o)`. */
-export function orderColumnList(of: string): RawBuilder<unknown> {
-  return sql.raw(orderColumnNames.map((c) => `${of}.${c}`).join(", "));
-}
 
 export type OrderRow = Selectable<OrdersTable> & { partner_client_id: string };
 

@@ -1,15 +1,51 @@
 // Queries on orders. Each takes a db or a transaction.
 
-import { type Insertable, sql } from "kysely";
+import { type Insertable, type RawBuilder, sql } from "kysely";
 import { type CredentialWitness, WitnessedRead } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
-import { type OrderRow, orderColumnNames } from "./order-views.ts";
+import type { OrderRow } from "./order-views.ts";
 
 type Q = Db | Tx;
 
-/** Every column of an order, by name, in the reads below (orderColumnNames, order-views.ts). */
+/**
+ * Every column of an order, by name. Prepared statements read orders by these, never by `*`: a
+ * prepared `*` fails ("cached plan must not change result type", SQLSTATE 0A000) once a migration
+ * adds a column and the statement's plan is made again, which PostgreSQL does whenever its caches
+ * are reset (db/kept-statement.ts). A column of OrdersTable missing here fails the type check.
+ */
+export const orderColumnNames = [
+  "id",
+  "partner_id",
+  "client_id",
+  "partner_order_ref",
+  "type",
+  "source",
+  "status",
+  "price",
+  "credit",
+  "credit_asset_id",
+  "debit",
+  "debit_asset_id",
+  "fee",
+  "fee_asset_id",
+  "vat",
+  "created_at",
+  "transitioned_at",
+  "updated_at",
+] as const satisfies readonly (keyof OrdersTable)[];
+const everyColumnNamed: Exclude<keyof OrdersTable, (typeof orderColumnNames)[number]> extends never
+  ? true
+  : never = true;
+void everyColumnNamed;
+
+/** The columns of an order as a select list, each of the composite or alias `of`: `o`, `(b.o)`. */
+export function orderColumnList(of: string): RawBuilder<unknown> {
+  return sql.raw(orderColumnNames.map((c) => `${of}.${c}`).join(", "));
+}
+
+/** Every column of an order, by name, in the reads below. */
 const orderColumns = orderColumnNames.map((c) => `o.${c}` as const);
 
 function withClient(db: Q) {
