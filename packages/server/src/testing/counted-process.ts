@@ -184,6 +184,16 @@ export async function fundedClient(
   return { partner, clientId: client.id };
 }
 
+/** Pins BTC-AED at 350,000 to buy and 349,000 to sell through the admin API, as the trading tests price it. */
+export async function pinBtcAed(ctx: TestContext): Promise<void> {
+  const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+    buy: "350000",
+    sell: "349000",
+    reason: "test set-up",
+  });
+  assert.equal(price.statusCode, 200, price.body);
+}
+
 /** A time for a new request on `ctx`'s clock: a millisecond after the previous one. */
 export function nextMs(ctx: TestContext): number {
   ctx.clock.advance(1);

@@ -7,7 +7,7 @@ import zlib from "node:zlib";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
-import type { SignatureToRecord } from "../modules/partners/index.ts";
+import { readCredentials, type SignatureToRecord } from "../modules/partners/index.ts";
 import type { TestContext } from "./harness.ts";
 
 /** A valid POST /v1/partner/clients body; `n` makes the unique fields unique. */
@@ -79,7 +79,7 @@ export async function insertClient(
 
 /**
  * A signature for an order's statement to record (partnerArgument(), and the batches' arrays), by
- * the partner's credentials as its row holds them now: a random signature, expiring at `expiresAtMs`.
+ * the partner's credentials as its row holds them now (readCredentials()): a random signature, expiring at `expiresAtMs`.
  */
 export async function signatureToRecord(
   db: Db,
@@ -87,25 +87,14 @@ export async function signatureToRecord(
   expiresAtMs: number,
   signature: Uint8Array = randomBytes(64),
 ): Promise<SignatureToRecord> {
-  const row = await db
-    .selectFrom("partners")
-    .select(["allowed_ips", "rate_limit_reads", "rate_limit_writes", "rate_limit_quotes"])
-    .where("id", "=", partnerId)
-    .executeTakeFirstOrThrow();
-  const keys = await db
-    .selectFrom("partner_keys")
-    .select("public_key_pem")
-    .where("partner_id", "=", partnerId)
-    .where("retired_at", "is", null)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .execute();
+  const { partner } = await readCredentials(db, partnerId);
+  if (partner === undefined) throw new Error(`no partner ${partnerId}`);
   return {
     signature,
     expiresAtIso: new Date(expiresAtMs).toISOString(),
-    publicKeys: keys.map((k) => k.public_key_pem),
-    allowedIps: row.allowed_ips,
-    budgets: [row.rate_limit_reads, row.rate_limit_writes, row.rate_limit_quotes],
+    publicKeys: partner.public_keys,
+    allowedIps: partner.allowed_ips,
+    budgets: [partner.rate_limit_reads, partner.rate_limit_writes, partner.rate_limit_quotes],
   };
 }
 

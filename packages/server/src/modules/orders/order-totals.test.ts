@@ -13,6 +13,7 @@ import { sql } from "kysely";
 import type { DatabaseHandle, Db } from "../../db/database.ts";
 import { migrate } from "../../db/migrate.ts";
 import type { Tx } from "../../db/transaction.ts";
+import { pinBtcAed } from "../../testing/counted-process.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { openDatabaseBefore } from "../../testing/migrations.ts";
@@ -48,12 +49,7 @@ describe("orders: the list's total", () => {
     clients.push(await insertClient(db, ctx.partner.id, 1), await insertClient(db, ctx.partner.id, 2));
     other = await ctx.addPartner({ name: "Other" });
     await insertClient(db, other.id, 1);
-    const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-      buy: "350000",
-      sell: "349000",
-      reason: "test set-up",
-    });
-    assert.equal(price.statusCode, 200, price.body);
+    await pinBtcAed(ctx);
   });
   after(async () => {
     await ctx.close();

@@ -31,6 +31,7 @@ export {
 export {
   partnerArgument,
   purgeExpiredSignatures,
+  readCredentials,
   type SignatureToRecord,
   signatureArrays,
 } from "./partners-store.ts";

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { isDuplicateOrderRef, RefusedInBatch } from "../../db/errors.ts";
+import { pinBtcAed } from "../../testing/counted-process.ts";
 import { insertClient, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { fundingLegs } from "../funding/funding-legs.ts";
@@ -38,12 +39,7 @@ describe("execute_quotes(): trades committed together, each as its own statement
   let ctx: TestContext;
   before(async () => {
     ctx = await startTestContext();
-    const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-      buy: "350000",
-      sell: "349000",
-      reason: "test set-up",
-    });
-    assert.equal(price.statusCode, 200, price.body);
+    await pinBtcAed(ctx);
   });
   after(async () => {
     await ctx.close();

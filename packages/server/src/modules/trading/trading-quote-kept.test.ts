@@ -16,6 +16,7 @@ import {
   fundedClient,
   moveAed,
   nextMs,
+  pinBtcAed,
   type SignedPost,
   signedPost,
   startCountedProcess,
@@ -37,12 +38,7 @@ describe("quotes kept by the process that made them", () => {
     ctx = await startTestContext();
     counted = await startCountedProcess(ctx);
     second = counted.app;
-    const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-      buy: "350000",
-      sell: "349000",
-      reason: "test set-up",
-    });
-    assert.equal(price.statusCode, 200, price.body);
+    await pinBtcAed(ctx);
   });
   after(async () => {
     await counted.close();

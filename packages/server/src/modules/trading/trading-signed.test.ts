@@ -14,6 +14,7 @@ import {
   fundedClient,
   LostAfterCommit,
   nextMs,
+  pinBtcAed,
   type SignedPost,
   signedPost,
   startCountedProcess,
@@ -33,12 +34,7 @@ describe("a quote or an execute recorded in its change's statement", () => {
     ctx = await startTestContext();
     counted = await startCountedProcess(ctx, [lost]);
     second = counted.app;
-    const price = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-      buy: "350000",
-      sell: "349000",
-      reason: "test set-up",
-    });
-    assert.equal(price.statusCode, 200, price.body);
+    await pinBtcAed(ctx);
   });
   after(async () => {
     await counted.close();
