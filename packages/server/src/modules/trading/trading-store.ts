@@ -132,7 +132,9 @@ type QuoteFactsRow = Partial<TradingPairText> & {
 /**
  * `WITH c (the client), pr (the pair as the partner sees it), f (one row: the client as JSON, the
  * pair's columns, the client's available balances of the pair's two assets)`, for a statement to
- * go on from: one snapshot.
+ * go on from: one snapshot. Each balance is read by the whole key of accounts_owner_key (kind,
+ * partner, client, asset): joined to `c` instead, PostgreSQL scanned every client account of the
+ * asset, all partners' (docs/operations.md, "A quote's database side").
  */
 function quoteFactsWith(
   partnerId: string,
@@ -149,10 +151,12 @@ function quoteFactsWith(
            SELECT (SELECT json_build_object('id', id, 'partner_client_id', partner_client_id, 'status', status,
                                             'active', active) FROM c) AS client,
                   pr.*,
-                  (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
-                    WHERE a.kind = 'client' AND a.asset_id = pr.base_id) AS base_available,
-                  (SELECT (a.balance - a.held)::text FROM accounts a JOIN c ON a.client_id = c.id
-                    WHERE a.kind = 'client' AND a.asset_id = pr.quote_id) AS quote_available
+                  (SELECT (a.balance - a.held)::text FROM accounts a
+                    WHERE a.kind = 'client' AND a.partner_id = ${partnerId} AND a.client_id = (SELECT id FROM c)
+                      AND a.asset_id = pr.base_id) AS base_available,
+                  (SELECT (a.balance - a.held)::text FROM accounts a
+                    WHERE a.kind = 'client' AND a.partner_id = ${partnerId} AND a.client_id = (SELECT id FROM c)
+                      AND a.asset_id = pr.quote_id) AS quote_available
            FROM (VALUES (1)) AS one (x) LEFT JOIN pr ON true)`;
 }
 
