@@ -62,7 +62,9 @@ export interface BalanceSheetLine {
  * for it), every catalog asset (or the one named) in catalog order (fiat first, then by id), what
  * the client holds of each (zero without an account), and each asset's USD rate: 1 for USD, else
  * the sell price of ASSET-USD, else the catalog's reference rate. `undefined` when the partner has
- * no such client; `lines` is empty when the asset named is not in the catalog.
+ * no such client; `lines` is empty when the asset named is not in the catalog. Each account is read
+ * by the whole key of accounts_owner_key (kind, partner, client, asset): without the partner,
+ * PostgreSQL scanned every client account (docs/operations.md, "A trade's database side").
  */
 export async function balanceSheet(
   db: Db,
@@ -85,7 +87,8 @@ export async function balanceSheet(
            ${witness === undefined ? sql`` : sql`, ${witness.column(witness.partnerId)} AS ${sql.ref(witnessColumn)}`}
       FROM c
       LEFT JOIN assets a ON (${assetId}::text IS NULL OR a.id = ${assetId}::text)
-      LEFT JOIN accounts acc ON acc.kind = 'client' AND acc.client_id = c.id AND acc.asset_id = a.id
+      LEFT JOIN accounts acc ON acc.kind = 'client' AND acc.partner_id = ${partnerId}
+                            AND acc.client_id = (SELECT id FROM c) AND acc.asset_id = a.id
       LEFT JOIN asset_pairs p ON p.base_id = a.id AND p.quote_id = 'USD'
      ORDER BY a.type DESC, a.id`.execute(db);
   const first = rows[0];

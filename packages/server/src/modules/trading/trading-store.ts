@@ -134,7 +134,7 @@ type QuoteFactsRow = Partial<TradingPairText> & {
  * pair's columns, the client's available balances of the pair's two assets)`, for a statement to
  * go on from: one snapshot. Each balance is read by the whole key of accounts_owner_key (kind,
  * partner, client, asset): joined to `c` instead, PostgreSQL scanned every client account of the
- * asset, all partners' (docs/operations.md, "A quote's database side").
+ * asset, all partners' (docs/operations.md, "A trade's database side").
  */
 function quoteFactsWith(
   partnerId: string,
