@@ -484,9 +484,22 @@ export const trading: Scenario = {
     });
     const quoteShare = share("quote");
     const keptShare = share("execute");
+    // How many quotes and executes each statement carried (counterpart_orders_per_call, docs/
+    // decisions.md "Orders committed together", "Quotes committed together"), warm-up included.
+    const perCall = (use: string) => {
+      const of = (what: "sum" | "count") =>
+        Number(
+          new RegExp(`^counterpart_orders_per_call_${what}\\{use="${use}"\\} (\\d+)$`, "m").exec(
+            metricsAnswer.body,
+          )?.[1] ?? Number.NaN,
+        );
+      const calls = of("count");
+      return `${of("sum")} in ${calls} statements (${(of("sum") / calls).toFixed(2)} a statement)`;
+    };
     notes.push(
       `quotes judged by the client's and pair's facts their process kept: ${quoteShare.kept}, read: ${quoteShare.read}, kept but changed: ${quoteShare.changed}`,
       `executes judged by the quote their process kept: ${keptShare.kept}, read: ${keptShare.read}, kept but changed: ${keptShare.changed}`,
+      `quotes stored by the facts kept: ${perCall("quote")}; executes: ${perCall("execute")}`,
     );
     const orderCounts = await database.db
       .selectFrom("orders")

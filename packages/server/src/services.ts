@@ -25,7 +25,13 @@ import { OperatorsService } from "./modules/operators/index.ts";
 import { OrdersService } from "./modules/orders/index.ts";
 import { PartnerAuthenticator, PartnersService, RateLimiter } from "./modules/partners/index.ts";
 import { RecordsService } from "./modules/records/index.ts";
-import { KeptQuoteFacts, KeptQuotes, TradingAdminService, TradingService } from "./modules/trading/index.ts";
+import {
+  KeptQuoteFacts,
+  KeptQuotes,
+  TradingAdminService,
+  TradingService,
+  tradingCallSizes,
+} from "./modules/trading/index.ts";
 import { systemResolver, WebhookSigner, WebhooksService } from "./modules/webhooks/index.ts";
 import type { Clock } from "./platform/clock.ts";
 import { type FileStore, LocalFileStore } from "./platform/file-store.ts";
@@ -196,7 +202,7 @@ export function buildServices(deps: {
       new KeptQuotes(),
       keptFacts,
       new KeptQuoteFacts(),
-      ordersPerCall.labels({ use: "execute" }),
+      tradingCallSizes(ordersPerCall),
     ),
     fileStore,
     clients: new ClientsService(db, deps.clock, { legalAgeYears: config.legalAgeYears }),

@@ -94,6 +94,16 @@ export function isUnavailable(err: unknown): boolean {
 }
 
 /**
+ * The statement itself raised: PostgreSQL answered it with an error of its own (a constraint, a
+ * function's RAISE, a deadlock), with the connection and the statement's bounds fine. Such a
+ * statement wrote nothing, and its parts can be run again apart (modules/ledger/order-queue.ts,
+ * RetryAlone).
+ */
+export function raisedByStatement(err: unknown): boolean {
+  return pgErrorCode(err) !== undefined && !isUnavailable(err);
+}
+
+/**
  * One order of a batch the database refused, as its own statement would have failed
  * (modules/ledger/order-queue.ts): the SQLSTATE and the constraint are where the functions above
  * read them from a driver's error.

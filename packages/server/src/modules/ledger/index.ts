@@ -18,4 +18,5 @@ export {
   type OrderSender,
   type OrdersPerCall,
   ordersPerCallHistogram,
+  RetryAlone,
 } from "./order-queue.ts";

@@ -1,13 +1,14 @@
 // The order queue (modules/ledger/order-queue.ts), with a database stand-in that says which orders
 // each call took: a lone order goes at once; the orders that arrive while a call is in flight go
 // together in the next, one per lock group (house slot and partner) in ascending order; an
-// order's refusal is its own; a call that fails as a whole fails each of its orders; and every
-// wait is bounded.
+// order's refusal is its own; a call that fails as a whole fails each of its orders, or, when it
+// answers RetryAlone, sends each alone; without lock groups (quotes), a call takes the first
+// waiting in their order; and every wait is bounded.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { RefusedInBatch } from "../../db/errors.ts";
-import { OrderQueue, type OrderQueueOptions, type OrderSender } from "./order-queue.ts";
+import { OrderQueue, type OrderQueueOptions, type OrderSender, RetryAlone } from "./order-queue.ts";
 
 interface Call {
   ref: string;
@@ -169,6 +170,60 @@ test("a call that fails as a whole fails each of its orders, and the queue goes 
   assert.deepEqual(calls[2]!.refs, ["next"]);
   calls[2]!.answer();
   assert.equal(refOf(await next), "next");
+});
+
+test("a call that answers RetryAlone sends each of its orders alone, each answered by its own call", async () => {
+  const { calls, sender } = standIn();
+  const sizes: number[] = [];
+  const queue = queueOf(sender, options, sizes);
+  const first = queue.make(call("first", 0));
+  const a = queue.make(call("a", 1));
+  const b = queue.make(call("b", 2));
+  calls[0]!.answer();
+  await first;
+  await tick();
+  assert.deepEqual(calls[1]!.refs, ["a", "b"]);
+  calls[1]!.fail(new RetryAlone(new Error("one of them raised")));
+  await tick();
+  assert.deepEqual(
+    calls.slice(2).map((c) => c.refs),
+    [["a"], ["b"]],
+  );
+  // The call stays in flight until each alone is answered: an order arriving now waits.
+  const later = queue.make(call("later", 3));
+  await tick();
+  assert.equal(calls.length, 4);
+  const replayed = new RefusedInBatch("CP004", undefined);
+  calls[2]!.answer();
+  calls[3]!.answer([replayed]);
+  assert.equal(refOf(await a), "a");
+  await assert.rejects(b, (err) => err === replayed);
+  await tick();
+  assert.deepEqual(calls[4]!.refs, ["later"]);
+  calls[4]!.answer();
+  assert.equal(refOf(await later), "later");
+  assert.deepEqual(sizes, [1, 2, 1, 1, 1]);
+});
+
+test("without lock groups, a call takes the first waiting orders in their order, any slot", async () => {
+  const { calls, sender } = standIn();
+  const queue = new OrderQueue<Call, Made>(
+    sender,
+    undefined,
+    { observe: () => {} },
+    { ...options, batchMax: 3 },
+  );
+  const first = queue.make(call("first", 0));
+  const rest = [call("x", 5), call("y", 5), call("z", 1), call("w", 5)].map((c) => queue.make(c));
+  calls[0]!.answer();
+  await first;
+  await tick();
+  assert.deepEqual(calls[1]!.refs, ["x", "y", "z"]);
+  calls[1]!.answer();
+  await tick();
+  assert.deepEqual(calls[2]!.refs, ["w"]);
+  calls[2]!.answer();
+  assert.deepEqual((await Promise.all(rest)).map(refOf), ["x", "y", "z", "w"]);
 });
 
 test("a call answering another number of orders fails each of them", async () => {

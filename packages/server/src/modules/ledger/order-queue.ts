@@ -12,6 +12,10 @@
 // bounded: an order that has waited `waitMs` for a call (the database slow or gone), or that finds
 // `waitingMax` orders waiting, goes alone on a connection of its own, as it would without the queue
 // (the pool bounds that wait, and the statement's own bound its answer).
+//
+// Quotes go together the same way (docs/decisions.md, "Quotes committed together"), with no lock
+// groups: a quote takes no lock. Their call is one plain statement, and when one quote's part raises,
+// the statement writes nothing and the call answers RetryAlone: each of its quotes then goes alone.
 
 import { Histogram } from "prom-client";
 import { limits } from "../../config/limits.ts";
@@ -20,8 +24,22 @@ import { RefusedInBatch } from "../../db/errors.ts";
 /** How a queue reaches the database: one order's statement, or several orders' in one. */
 export interface OrderSender<C, R> {
   one(call: C): Promise<R>;
-  /** Each call's result or its own refusal, in the calls' order; throws when the call fails whole. */
+  /**
+   * Each call's result or its own refusal, in the calls' order; throws when the call fails whole,
+   * RetryAlone when each of its orders is to go alone instead (nothing of the call was written).
+   */
   many(calls: readonly C[]): Promise<(R | RefusedInBatch)[]>;
+}
+
+/**
+ * A call of several orders wrote nothing because one of them raised: each goes alone, and is
+ * answered as its own statement answers (OrderSender.many()).
+ */
+export class RetryAlone extends Error {
+  constructor(cause: unknown) {
+    super("one order of the call raised: each goes alone", { cause });
+    this.name = "RetryAlone";
+  }
 }
 
 /** The rows an order locks besides its client's: its partner's house accounts of its slot. */
@@ -48,8 +66,8 @@ export const defaultOrderQueueOptions: OrderQueueOptions = {
   waitMs: limits.ordersWaitMs,
 };
 
-/** What a queue commits: deposits and withdrawals, or executes. */
-export type OrderUse = "funding" | "execute";
+/** What a queue commits: deposits and withdrawals, executes, or quotes. */
+export type OrderUse = "funding" | "execute" | "quote";
 
 export type OrdersPerCall = Histogram<"use">;
 
@@ -57,12 +75,12 @@ export type OrdersPerCall = Histogram<"use">;
 export function ordersPerCallHistogram(): OrdersPerCall {
   const histogram = new Histogram({
     name: "counterpart_orders_per_call",
-    help: "Orders per statement of the database, by use (funding: deposits and withdrawals; execute): 1 alone, more committed together",
+    help: "Orders per statement of the database, by use (funding: deposits and withdrawals; execute; quote: quotes stored): 1 alone, more committed together",
     labelNames: ["use"],
     buckets: [1, 2, 4, 8, 16],
     registers: [],
   });
-  for (const use of ["funding", "execute"] as const) histogram.zero({ use });
+  for (const use of ["funding", "execute", "quote"] as const) histogram.zero({ use });
   return histogram;
 }
 
@@ -80,15 +98,16 @@ interface Waiting<C, R> {
 
 export class OrderQueue<C, R> {
   readonly #send: OrderSender<C, R>;
-  readonly #group: (call: C) => LockGroup;
+  readonly #group: ((call: C) => LockGroup) | undefined;
   readonly #calls: CallSizes;
   readonly #options: OrderQueueOptions;
   #inFlight = 0;
   #waiting: Waiting<C, R>[] = [];
 
+  /** Without `group`, orders lock nothing a call's others do: a call takes the first waiting. */
   constructor(
     send: OrderSender<C, R>,
-    group: (call: C) => LockGroup,
+    group: ((call: C) => LockGroup) | undefined,
     calls: CallSizes,
     options: OrderQueueOptions = defaultOrderQueueOptions,
   ) {
@@ -151,6 +170,12 @@ export class OrderQueue<C, R> {
 
   /** The next call's orders: the first waiting of each lock group, in the groups' order. */
   #take(): Waiting<C, R>[] {
+    if (this.#group === undefined) {
+      const batch = this.#waiting.slice(0, this.#options.batchMax);
+      this.#waiting = this.#waiting.slice(batch.length);
+      for (const w of batch) clearTimeout(w.timer);
+      return batch;
+    }
     const taken = new Map<string, { w: Waiting<C, R>; group: LockGroup }>();
     const left: Waiting<C, R>[] = [];
     for (const w of this.#waiting) {
@@ -179,16 +204,22 @@ export class OrderQueue<C, R> {
     const failAll = (err: unknown): void => {
       for (const w of batch) w.reject(err);
     };
+    // Each order alone, the call still in flight until all are answered.
+    const eachAlone = (): Promise<unknown> =>
+      Promise.all(batch.map((w) => this.#alone(w.call).then(w.resolve, w.reject)));
     this.#send
       .many(batch.map((w) => w.call))
-      .then((outcomes) => {
-        if (outcomes.length !== batch.length) throw new Error("a call answered another number of orders");
-        batch.forEach((w, i) => {
-          const outcome = outcomes[i];
-          if (outcome instanceof RefusedInBatch) w.reject(outcome);
-          else w.resolve(outcome as R);
-        });
-      }, failAll)
+      .then(
+        (outcomes) => {
+          if (outcomes.length !== batch.length) throw new Error("a call answered another number of orders");
+          batch.forEach((w, i) => {
+            const outcome = outcomes[i];
+            if (outcome instanceof RefusedInBatch) w.reject(outcome);
+            else w.resolve(outcome as R);
+          });
+        },
+        (err: unknown) => (err instanceof RetryAlone ? eachAlone() : failAll(err)),
+      )
       .catch(failAll)
       .finally(done);
   }

@@ -29,6 +29,7 @@ export {
   PartnersService,
 } from "./partners-service.ts";
 export {
+  batchPartnerArgument,
   partnerArgument,
   purgeExpiredSignatures,
   readCredentials,

@@ -16,5 +16,5 @@ export {
   PartnerPairChangesBody,
 } from "./trading-admin-views.ts";
 export { tradingRoutes } from "./trading-routes.ts";
-export { TradingService, tokenPattern } from "./trading-service.ts";
+export { TradingService, tokenPattern, tradingCallSizes } from "./trading-service.ts";
 export { QuoteSchema, type QuoteView } from "./trading-views.ts";

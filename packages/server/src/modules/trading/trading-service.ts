@@ -13,7 +13,7 @@ import type { Clock } from "../../platform/clock.ts";
 import { type KeptFactsCounter, keptFactsCounter } from "../../platform/kept-facts-metric.ts";
 import type { Random } from "../../platform/random.ts";
 import { judgeClient } from "../clients/index.ts";
-import { type CallSizes, OrderQueue, ordersPerCallHistogram } from "../ledger/index.ts";
+import { type CallSizes, OrderQueue, type OrdersPerCall, ordersPerCallHistogram } from "../ledger/index.ts";
 import { type OrderView, orderView, refTaken } from "../orders/index.ts";
 import { changeSigned, type SignedWrite, WriteRefused } from "../partners/index.ts";
 import { type HeldQuoteFacts, type KeptPair, KeptQuoteFacts } from "./kept-quote-facts.ts";
@@ -26,8 +26,11 @@ import {
   executeQuotes,
   findExecutionFacts,
   findQuoteFacts,
+  type HeldQuoteAnswer,
+  type HeldQuoteCall,
   insertQuote,
   insertQuoteIfHeld,
+  insertQuotesIfHeld,
   type NewQuote,
   type QuoteFacts,
   type QuoteTerms,
@@ -70,6 +73,11 @@ function hashToken(token: string): Buffer {
   return crypto.hash("sha256", token, "buffer");
 }
 
+/** The sizes of a trading service's calls, by use, from the service's histogram. */
+export function tradingCallSizes(calls: OrdersPerCall): { execute: CallSizes; quote: CallSizes } {
+  return { execute: calls.labels({ use: "execute" }), quote: calls.labels({ use: "quote" }) };
+}
+
 export class TradingService {
   readonly #db: Db;
   readonly #clock: Clock;
@@ -79,6 +87,7 @@ export class TradingService {
   readonly #judged: KeptFactsCounter;
   readonly #facts: KeptQuoteFacts;
   readonly #executes: OrderQueue<ExecutionCall, Selectable<OrdersTable>>;
+  readonly #quotes: OrderQueue<HeldQuoteCall, HeldQuoteAnswer>;
 
   constructor(
     db: Db,
@@ -88,7 +97,7 @@ export class TradingService {
     kept: KeptQuotes = new KeptQuotes(),
     judged: KeptFactsCounter = keptFactsCounter(),
     facts: KeptQuoteFacts = new KeptQuoteFacts(),
-    calls: CallSizes = ordersPerCallHistogram().labels({ use: "execute" }),
+    calls: { execute: CallSizes; quote: CallSizes } = tradingCallSizes(ordersPerCallHistogram()),
   ) {
     this.#db = db;
     this.#clock = clock;
@@ -105,7 +114,17 @@ export class TradingService {
         many: (calls) => executeQuotes(db, calls),
       },
       (call) => call.execution,
-      calls,
+      calls.execute,
+    );
+    // Quotes that arrive together are stored together (docs/decisions.md, "Quotes committed
+    // together"); a quote locks nothing, so a call takes any.
+    this.#quotes = new OrderQueue(
+      {
+        one: (call) => insertQuoteIfHeld(db, call.row, call.held, call.clock, call.signed),
+        many: (calls) => insertQuotesIfHeld(db, calls),
+      },
+      undefined,
+      calls.quote,
     );
   }
 
@@ -207,7 +226,7 @@ export class TradingService {
           staleAfterSeconds: this.#staleAfterSeconds,
           need,
         };
-        const answer = await insertQuoteIfHeld(this.#db, row, kept, this.#clock, record);
+        const answer = await this.#quotes.make({ row, held: kept, clock: this.#clock, signed: record });
         // Thrown, so that changeSigned() takes the signature as not recorded (it was not).
         if (!answer.stored) throw new FactsChanged(answer.facts);
       });

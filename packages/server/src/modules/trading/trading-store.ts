@@ -3,14 +3,14 @@
 
 import { type RawBuilder, type Selectable, sql } from "kysely";
 import { type Db, preparedMarker } from "../../db/database.ts";
-import { type BatchItem, batchOutcomes, type RefusedInBatch } from "../../db/errors.ts";
+import { type BatchItem, batchOutcomes, type RefusedInBatch, raisedByStatement } from "../../db/errors.ts";
 import { dbNow } from "../../db/now.ts";
 import { moneyFromPg, moneyToPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Tx } from "../../db/transaction.ts";
 import { type Clock, systemClock } from "../../platform/clock.ts";
-import { type Leg, legArguments, orderLegs } from "../ledger/index.ts";
+import { type Leg, legArguments, orderLegs, RetryAlone } from "../ledger/index.ts";
 import { orderColumnList } from "../orders/index.ts";
 import { partnerArgument, type SignatureToRecord, signatureArrays } from "../partners/index.ts";
 
@@ -53,9 +53,15 @@ interface TradingPairText {
 
 /**
  * The pair if it exists and is not withheld from the partner, as a subquery; stale when its price
- * is older than `staleAfterSeconds` by the database's clock (db/now.ts).
+ * is older than `staleAfterSeconds` by the database's clock (db/now.ts). Each argument is a value,
+ * or an expression of the statement (a batch's columns).
  */
-function pairQuery(partnerId: string, pairId: string, now: RawBuilder<string>, staleAfterSeconds: number) {
+function pairQuery(
+  partnerId: string | RawBuilder<unknown>,
+  pairId: string | RawBuilder<unknown>,
+  now: RawBuilder<unknown>,
+  staleAfterSeconds: number | RawBuilder<unknown>,
+) {
   return sql`
     SELECT p.id, p.base_id, p.quote_id, b.decimal_places AS base_decimals, q.decimal_places AS quote_decimals,
            p.buy::text AS buy, p.sell::text AS sell, p.tradable, p.min_volume::text AS min_volume,
@@ -257,7 +263,7 @@ export async function insertQuoteIfHeld(
   held: QuoteHeld,
   clock: Clock,
   signed?: SignatureToRecord,
-): Promise<{ stored: boolean; facts: QuoteFacts }> {
+): Promise<HeldQuoteAnswer> {
   if (held.client.id !== row.clientId || held.pair.id !== row.pairId)
     throw new Error("the facts held are not the quote's client and pair");
   const now = dbNow(clock);
@@ -294,6 +300,199 @@ export async function insertQuoteIfHeld(
   if (r === undefined) throw new Error("insertQuoteIfHeld: no row");
   const { stored, ...facts } = r;
   return { stored, facts: quoteFacts(facts) };
+}
+
+/** What a quote's statement answers: whether it stored the quote, and the facts it read. */
+export interface HeldQuoteAnswer {
+  stored: boolean;
+  facts: QuoteFacts;
+}
+
+/** One quote of insertQuotesIfHeld(): as insertQuoteIfHeld() takes it. */
+export interface HeldQuoteCall {
+  row: NewQuote;
+  held: QuoteHeld;
+  clock: Clock;
+  signed?: SignatureToRecord | undefined;
+}
+
+/**
+ * Several quotes in one statement and one transaction (docs/decisions.md, "Quotes committed
+ * together"), each as insertQuoteIfHeld() stores it: its facts read as findQuoteFacts() reads them,
+ * the quote inserted only when they are what its `held` says, its signature recorded only when
+ * the quote goes in, all in the statement's one snapshot. One text for any number of quotes (their
+ * values in arrays, a row each), so that PostgreSQL plans it once per connection. Answers each
+ * call's answer, in the calls' order. A quote takes no lock and writes one row, so a quote raises
+ * only what its own statement would (a replayed signature, the partner's credentials changed):
+ * the statement then writes nothing, and this throws RetryAlone, for each quote to go alone and be
+ * answered as it would have been. Any other failure (the connection lost, a timeout) is thrown as
+ * it is.
+ */
+export async function insertQuotesIfHeld(db: Q, calls: readonly HeldQuoteCall[]): Promise<HeldQuoteAnswer[]> {
+  // A row per quote, by the names the statement gives its columns.
+  const values = calls.map(({ row, held, clock, signed }) => ({
+    partner_id: row.partnerId,
+    partner_client_id: held.partnerClientId,
+    pair_id: row.pairId,
+    // Null: the database's now() (db/now.ts).
+    now_given: clock === systemClock ? null : isoFromMs(clock.nowMs()),
+    stale_after: held.staleAfterSeconds,
+    token_hash: row.tokenHash.toString("hex"),
+    side: row.side,
+    price: moneyToPg(row.price),
+    base_amount: moneyToPg(row.baseAmount),
+    quote_amount: moneyToPg(row.quoteAmount),
+    fee: moneyToPg(row.fee),
+    vat: moneyToPg(row.vat),
+    vat_percentage: row.vatPercentage,
+    held_client_id: held.client.id,
+    held_partner_client_id: held.client.partner_client_id,
+    held_status: held.client.status,
+    held_active: held.client.active,
+    held_base_id: held.pair.base_id,
+    held_quote_id: held.pair.quote_id,
+    held_base_decimals: held.pair.base_decimals,
+    held_quote_decimals: held.pair.quote_decimals,
+    held_buy: moneyToPg(held.pair.buy),
+    held_sell: moneyToPg(held.pair.sell),
+    held_min_volume: moneyToPg(held.pair.min_volume),
+    held_max_volume: moneyToPg(held.pair.max_volume),
+    held_lifetime_s: held.pair.lifetime_s,
+    held_fee_rate: moneyToPg(held.pair.fee_rate),
+    held_vat_percentage: held.pair.vat_percentage === null ? null : moneyToPg(held.pair.vat_percentage),
+    need_asset: held.need.asset,
+    need_amount: moneyToPg(held.need.amount),
+    // The signature to record (hex) or null, as batch_partner() takes it (migration 0024); the keys
+    // and the allow-list go flattened, each quote's counts here.
+    signature: signed === undefined ? null : Buffer.from(signed.signature).toString("hex"),
+    expires_at: signed?.expiresAtIso ?? null,
+    key_count: signed?.publicKeys.length ?? 0,
+    ip_count: signed?.allowedIps.length ?? 0,
+    rate_reads: signed?.budgets[0] ?? null,
+    rate_writes: signed?.budgets[1] ?? null,
+    rate_quotes: signed?.budgets[2] ?? null,
+  }));
+  const types: Record<keyof (typeof values)[number], string> = {
+    partner_id: "uuid",
+    partner_client_id: "text",
+    pair_id: "text",
+    now_given: "timestamptz",
+    stale_after: "integer",
+    token_hash: "text",
+    side: "text",
+    price: "numeric",
+    base_amount: "numeric",
+    quote_amount: "numeric",
+    fee: "numeric",
+    vat: "numeric",
+    vat_percentage: "numeric",
+    held_client_id: "bigint",
+    held_partner_client_id: "text",
+    held_status: "text",
+    held_active: "boolean",
+    held_base_id: "text",
+    held_quote_id: "text",
+    held_base_decimals: "integer",
+    held_quote_decimals: "integer",
+    held_buy: "numeric",
+    held_sell: "numeric",
+    held_min_volume: "numeric",
+    held_max_volume: "numeric",
+    held_lifetime_s: "integer",
+    held_fee_rate: "numeric",
+    held_vat_percentage: "numeric",
+    need_asset: "text",
+    need_amount: "numeric",
+    signature: "text",
+    expires_at: "timestamptz",
+    key_count: "integer",
+    ip_count: "integer",
+    rate_reads: "integer",
+    rate_writes: "integer",
+    rate_quotes: "integer",
+  };
+  // Each column goes in as a subquery's value, not as a constant: a custom plan counts a constant
+  // array's elements, so a batch of three would cost less than the generic plan (planned for ten),
+  // and PostgreSQL would plan the statement again at every call (docs/decisions.md, "Quotes
+  // committed together").
+  const names = Object.keys(types) as (keyof typeof types)[];
+  const input = names.map((name) => sql`(SELECT ${values.map((v) => v[name])}::${sql.raw(types[name])}[])`);
+  for (const { row, held } of calls) {
+    if (held.client.id !== row.clientId || held.pair.id !== row.pairId)
+      throw new Error("the facts held are not the quote's client and pair");
+  }
+  const keys: string[] = [];
+  const ips: string[] = [];
+  for (const { signed } of calls) {
+    if (signed === undefined) continue;
+    keys.push(...signed.publicKeys);
+    ips.push(...signed.allowedIps);
+  }
+  let rows: (QuoteFactsRow & { item: string; stored: boolean })[];
+  try {
+    ({ rows } = await sql<QuoteFactsRow & { item: string; stored: boolean }>`${sql.raw(preparedMarker)}
+      WITH i AS (
+        SELECT u.*, coalesce(u.now_given, now()) AS at,
+               sum(u.key_count) OVER w - u.key_count + 1 AS key_from,
+               sum(u.ip_count) OVER w - u.ip_count + 1 AS ip_from
+        FROM unnest(${sql.join(input)}) WITH ORDINALITY AS u (${sql.raw(names.join(", "))}, n)
+        WINDOW w AS (ORDER BY u.n)),
+      x AS (
+        SELECT i.n, c.id AS c_id, c.partner_client_id AS c_partner_client_id, c.status AS c_status,
+               c.active AS c_active, pr.*,
+               (SELECT (a.balance - a.held)::text FROM accounts a
+                 WHERE a.kind = 'client' AND a.partner_id = i.partner_id AND a.client_id = c.id
+                   AND a.asset_id = pr.base_id) AS base_available,
+               (SELECT (a.balance - a.held)::text FROM accounts a
+                 WHERE a.kind = 'client' AND a.partner_id = i.partner_id AND a.client_id = c.id
+                   AND a.asset_id = pr.quote_id) AS quote_available
+        FROM i
+        LEFT JOIN LATERAL (SELECT id, partner_client_id, status, active FROM clients
+                            WHERE partner_id = i.partner_id AND partner_client_id = i.partner_client_id) c ON true
+        LEFT JOIN LATERAL (${pairQuery(sql`i.partner_id`, sql`i.pair_id`, sql`i.at`, sql`i.stale_after`)}) pr ON true),
+      q AS (
+        INSERT INTO quotes (token_hash, partner_id, client_id, pair_id, side, price, base_amount, quote_amount,
+                            fee, vat, vat_percentage, created_at, expires_at)
+        SELECT decode(i.token_hash, 'hex'),
+               batch_partner(i.partner_id, i.signature, i.expires_at,
+                             (${keys}::text[])[i.key_from : i.key_from + i.key_count - 1],
+                             (${ips}::text[])[i.ip_from : i.ip_from + i.ip_count - 1],
+                             i.rate_reads, i.rate_writes, i.rate_quotes),
+               x.c_id, x.id, i.side, i.price, i.base_amount, i.quote_amount, i.fee, i.vat, i.vat_percentage,
+               i.at, i.at + make_interval(secs => x.lifetime_s)
+        FROM i JOIN x ON x.n = i.n
+        WHERE (x.c_id, x.c_partner_client_id, x.c_status, x.c_active)
+                = (i.held_client_id, i.held_partner_client_id, i.held_status, i.held_active)
+          AND (x.id, x.base_id, x.quote_id, x.base_decimals, x.quote_decimals, x.buy::numeric, x.sell::numeric,
+               x.tradable, x.min_volume::numeric, x.max_volume::numeric, x.lifetime_s, x.fee_rate::numeric, x.stale)
+              = (i.pair_id, i.held_base_id, i.held_quote_id, i.held_base_decimals, i.held_quote_decimals, i.held_buy,
+                 i.held_sell, true, i.held_min_volume, i.held_max_volume, i.held_lifetime_s, i.held_fee_rate, false)
+          AND x.vat_percentage::numeric IS NOT DISTINCT FROM i.held_vat_percentage
+          AND coalesce(CASE i.need_asset WHEN 'base' THEN x.base_available ELSE x.quote_available END::numeric, 0)
+                >= i.need_amount
+        ORDER BY i.n
+        RETURNING token_hash)
+      SELECT x.n::text AS item,
+             CASE WHEN x.c_id IS NULL THEN NULL
+                  ELSE json_build_object('id', x.c_id, 'partner_client_id', x.c_partner_client_id,
+                                         'status', x.c_status, 'active', x.c_active) END AS client,
+             x.id, x.base_id, x.quote_id, x.base_decimals, x.quote_decimals, x.buy, x.sell, x.tradable,
+             x.min_volume, x.max_volume, x.lifetime_s, x.fee_rate, x.vat_percentage, x.stale,
+             x.base_available, x.quote_available,
+             EXISTS (SELECT 1 FROM q WHERE q.token_hash = decode(i.token_hash, 'hex')) AS stored
+      FROM x JOIN i ON i.n = x.n
+      ORDER BY x.n
+    `.execute(db));
+  } catch (err) {
+    if (raisedByStatement(err)) throw new RetryAlone(err);
+    throw err;
+  }
+  if (rows.length !== calls.length)
+    throw new Error(`insertQuotesIfHeld: ${rows.length} rows for ${calls.length} quotes`);
+  return rows.map(({ item, stored, ...facts }, i) => {
+    if (Number(item) !== i + 1) throw new Error(`insertQuotesIfHeld: quote ${item} at ${i + 1}`);
+    return { stored, facts: quoteFacts(facts) };
+  });
 }
 
 export interface QuoteExecution {
