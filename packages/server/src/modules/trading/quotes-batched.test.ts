@@ -145,7 +145,8 @@ describe("insertQuotesIfHeld(): quotes stored together, each as its own statemen
       await quoteCall(partner, c3, await signatureOf(partner)), // its funds gone: no record either
       await quoteCall(partner, c4), // kept before a price change
       await quoteCall(partner, c5), // kept before a fee change
-      await quoteCall(partner, c0), // stored: a second quote of the first client
+      // Stored: a second quote of the first client, signed, its keys after the other signed quotes'.
+      await quoteCall(partner, c0, await signatureOf(partner)),
       await quoteCall(partner, c4), // kept before the partner's VAT changed
     ];
     await db().updateTable("clients").set({ status: "rejected" }).where("id", "=", c1.id).execute();
@@ -199,9 +200,10 @@ describe("insertQuotesIfHeld(): quotes stored together, each as its own statemen
       added(before.quotes, after.quotes).sort(),
       [at(0).row.tokenHash.toString("hex"), at(6).row.tokenHash.toString("hex")].sort(),
     );
-    assert.deepEqual(added(before.signatures, after.signatures), [
-      Buffer.from(at(0).signed!.signature).toString("hex"),
-    ]);
+    assert.deepEqual(
+      added(before.signatures, after.signatures).sort(),
+      [at(0), at(6)].map((c) => Buffer.from(c.signed!.signature).toString("hex")).sort(),
+    );
     assert.deepEqual(await checkLedger(db()), []);
   });
 
