@@ -7,6 +7,8 @@ import zlib from "node:zlib";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
+import { fundingLegs } from "../modules/funding/funding-legs.ts";
+import { fundOrder } from "../modules/funding/funding-store.ts";
 import { readCredentials, type SignatureToRecord } from "../modules/partners/index.ts";
 import type { TestContext } from "./harness.ts";
 
@@ -99,6 +101,23 @@ export async function signatureToRecord(
 }
 
 // --- Clients and documents: what a failed request must leave untouched, and upload bodies. ---
+
+/**
+ * A completed deposit of `amount` (scale 8) of `assetId` to the client, written by the funding
+ * store's statement directly (no request, no signature), its reference `fund-<client>-<asset>`
+ * unless given.
+ */
+export async function depositDirectly(
+  db: Db,
+  partnerId: string,
+  clientId: number,
+  assetId: string,
+  amount: bigint,
+  ref = `fund-${clientId}-${assetId}`,
+): Promise<void> {
+  const { slot, legs } = fundingLegs("deposit", clientId, assetId, amount);
+  await fundOrder(db, { partnerId, clientId, ref, type: "deposit", assetId, amount, legs, slot });
+}
 
 /** Every client row and every document row, as text: equal before and after means nothing changed. */
 export async function clientsState(db: Db): Promise<{ clients: number; documents: number; rows: string }> {

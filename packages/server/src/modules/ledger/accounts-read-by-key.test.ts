@@ -13,10 +13,8 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { inTransaction, type Tx } from "../../db/transaction.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
-import { insertClient } from "../../testing/fixtures.ts";
+import { depositDirectly, insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext } from "../../testing/harness.ts";
-import { fundingLegs } from "../funding/funding-legs.ts";
-import { fundOrder } from "../funding/funding-store.ts";
 import { findQuoteFacts, insertQuoteIfHeld, type NewQuote } from "../trading/trading-store.ts";
 import { balanceSheet } from "./ledger-store.ts";
 
@@ -33,20 +31,6 @@ describe("one client's balances are read by the accounts' whole key", () => {
   });
 
   const db = () => ctx.services.database.db;
-
-  async function fund(partnerId: string, clientId: number, assetId: string, amount: bigint) {
-    const { slot, legs } = fundingLegs("deposit", clientId, assetId, amount);
-    await fundOrder(db(), {
-      partnerId,
-      clientId,
-      ref: `fund-${clientId}-${assetId}`,
-      type: "deposit",
-      assetId,
-      amount,
-      legs,
-      slot,
-    });
-  }
 
   /** Rows read from accounts so far in this transaction: fetched by index scans, read by sequential ones. */
   async function accountsFetched(tx: Tx): Promise<number> {
@@ -76,14 +60,14 @@ describe("one client's balances are read by the accounts' whole key", () => {
     const other = await ctx.addPartner({ name: "Others" });
     partnerId = partner.id;
     client = await insertClient(db(), partner.id, 1);
-    await fund(partner.id, client.id, "AED", 1_000_00000000n);
-    await fund(partner.id, client.id, "BTC", 1_00000000n);
+    await depositDirectly(db(), partner.id, client.id, "AED", 1_000_00000000n);
+    await depositDirectly(db(), partner.id, client.id, "BTC", 1_00000000n);
     // Other clients' accounts of both assets: 24 of this partner, 24 of another.
     for (let i = 2; i <= 25; i++) {
       for (const owner of [partner.id, other.id]) {
         const c = await insertClient(db(), owner, i);
-        await fund(owner, c.id, "AED", 10_00000000n);
-        await fund(owner, c.id, "BTC", 1_000000n);
+        await depositDirectly(db(), owner, c.id, "AED", 10_00000000n);
+        await depositDirectly(db(), owner, c.id, "BTC", 1_000000n);
       }
     }
   });

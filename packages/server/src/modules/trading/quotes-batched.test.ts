@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { inTransaction } from "../../db/transaction.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
-import { insertClient, signatureToRecord } from "../../testing/fixtures.ts";
+import { depositDirectly, insertClient, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { fundingLegs } from "../funding/funding-legs.ts";
 import { fundOrder } from "../funding/funding-store.ts";
@@ -49,17 +49,7 @@ describe("insertQuotesIfHeld(): quotes stored together, each as its own statemen
     for (let i = 1; i <= n; i++) {
       const client = await insertClient(db(), partner.id, i);
       clients.push(client);
-      const { slot, legs } = fundingLegs("deposit", client.id, "AED", 10_000_00000000n);
-      await fundOrder(db(), {
-        partnerId: partner.id,
-        clientId: client.id,
-        ref: `fund-${client.id}`,
-        type: "deposit",
-        assetId: "AED",
-        amount: 10_000_00000000n,
-        legs,
-        slot,
-      });
+      await depositDirectly(db(), partner.id, client.id, "AED", 10_000_00000000n);
     }
     return { partner, clients };
   }

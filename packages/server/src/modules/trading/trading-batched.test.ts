@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { isDuplicateOrderRef, RefusedInBatch } from "../../db/errors.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
-import { insertClient, signatureToRecord } from "../../testing/fixtures.ts";
+import { depositDirectly, insertClient, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { fundingLegs } from "../funding/funding-legs.ts";
 import { fundOrder } from "../funding/funding-store.ts";
@@ -56,17 +56,7 @@ describe("execute_quotes(): trades committed together, each as its own statement
       const client = await insertClient(db(), partner.id, i);
       if (clients.some((c) => c.id % houseSlots === client.id % houseSlots)) continue;
       clients.push(client);
-      const { slot, legs } = fundingLegs("deposit", client.id, "AED", 10_000_00000000n);
-      await fundOrder(db(), {
-        partnerId: partner.id,
-        clientId: client.id,
-        ref: `fund-${client.id}`,
-        type: "deposit",
-        assetId: "AED",
-        amount: 10_000_00000000n,
-        legs,
-        slot,
-      });
+      await depositDirectly(db(), partner.id, client.id, "AED", 10_000_00000000n, `fund-${client.id}`);
     }
     return { partner, clients: clients.sort((a, b) => (a.id % houseSlots) - (b.id % houseSlots)) };
   }
