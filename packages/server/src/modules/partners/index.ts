@@ -29,7 +29,6 @@ export {
   PartnersService,
 } from "./partners-service.ts";
 export {
-  batchPartnerArgument,
   partnerArgument,
   purgeExpiredSignatures,
   readCredentials,

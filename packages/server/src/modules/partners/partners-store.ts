@@ -270,22 +270,6 @@ export function partnerArgument(
 }
 
 /**
- * The partner argument of one quote of a batch's statement (insertQuotesIfHeld()), as
- * partnerArgument() gives a lone one, with batch_partner() (migration 0024): the same text signed
- * or not, so that a batch of n quotes is one statement to prepare, whichever of them are signed.
- */
-export function batchPartnerArgument(
-  partnerId: string,
-  signed: SignatureToRecord | undefined,
-): RawBuilder<unknown> {
-  const [reads, writes, quotes] = signed?.budgets ?? [null, null, null];
-  return sql`batch_partner(${partnerId}::uuid,
-    ${signed === undefined ? null : Buffer.from(signed.signature).toString("hex")}::text,
-    ${signed?.expiresAtIso ?? null}::timestamptz, ${signed?.publicKeys ?? null}::text[],
-    ${signed?.allowedIps ?? null}::text[], ${reads}::integer, ${writes}::integer, ${quotes}::integer)`;
-}
-
-/**
  * The signature arguments of a batch's statement (fund_orders(), execute_quotes(); migrations 0024
  * and 0025), one per order: the signature to record (hex) or null, its expiry, and the
  * credentials it was judged by, the keys and allow-lists flattened with each order's count.
