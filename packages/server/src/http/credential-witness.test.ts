@@ -11,6 +11,7 @@ import type { FastifyInstance } from "fastify";
 import ipaddr from "ipaddr.js";
 import { buildPartnerApp, witnessedRoutes } from "../app.ts";
 import { type CredentialWitness, witnessColumn } from "../db/credential-witness.ts";
+import { listPairsForPartner } from "../modules/catalog/catalog-store.ts";
 import { listOrders } from "../modules/orders/orders-store.ts";
 import { defaultRateLimits } from "../modules/partners/index.ts";
 import { credentialsColumn, credentialsFromJson } from "../modules/partners/partners-store.ts";
@@ -336,6 +337,28 @@ describe("reads authenticated by their own statement", () => {
     const restored = await get(second, partner, "/v1/partner/asset-pairs");
     assert.equal(restored.statusCode, 200);
     assert.equal(restored.headers["ratelimit-limit"], String(defaultRateLimits.reads));
+  });
+
+  test("the asset pairs carry the credentials on their first row only", async () => {
+    const { partner } = await partnerWithOrder("pairs-rows");
+    const seen: unknown[] = [];
+    const witness: CredentialWitness = {
+      partnerId: partner.id,
+      column: credentialsColumn,
+      observe: (v) => seen.push(v),
+    };
+    const rows = await listPairsForPartner(ctx.services.database.db, partner.id, witness);
+    assert.ok(rows.length > 1, `${rows.length} pairs`);
+    const carried = rows.map((r) => (r as unknown as Record<string, unknown>)[witnessColumn]);
+    assert.equal(typeof carried[0], "string");
+    assert.deepEqual(
+      carried.slice(1),
+      carried.slice(1).map(() => null),
+    );
+    assert.deepEqual(
+      seen.map((v) => credentialsFromJson(v)?.id),
+      [partner.id],
+    );
   });
 
   test("a page of orders carries the credentials on its first row only, and on an empty page's row", async () => {

@@ -1,6 +1,6 @@
 // Queries on the catalog: countries, assets, asset pairs and their per-partner availability.
 
-import type { Insertable } from "kysely";
+import { type Insertable, sql } from "kysely";
 import { type CredentialWitness, WitnessedRead } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import { moneyToPg } from "../../db/numeric.ts";
@@ -69,8 +69,11 @@ function pairsForPartner(db: Q, partnerId: string) {
     .where((eb) => eb.or([eb("pp.available", "is", null), eb("pp.available", "=", true)]));
 }
 
-const pairsRead = new WitnessedRead((db, p: { partnerId: string }) =>
-  pairsForPartner(db, p.partnerId).orderBy("p.id"),
+const pairsRead = new WitnessedRead(
+  (db, p: { partnerId: string }) => pairsForPartner(db, p.partnerId).orderBy("p.id"),
+  // The credentials ride on the first row alone (the window orders as the statement does), not
+  // on each pair's row.
+  (column) => sql`CASE WHEN row_number() OVER (ORDER BY p.id) = 1 THEN ${column} END`,
 );
 
 const pairRead = new WitnessedRead((db, p: { partnerId: string; pairId: string }) =>
