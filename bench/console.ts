@@ -2,7 +2,7 @@
 // PostgreSQL (docs/operations.md, "Console page times").
 //
 // For each size it makes a fresh database, migrates it, and seeds it in a few statements: one
-// partner, 1,000 verified clients, their AED accounts and the partner's 16 omnibus slots, the
+// partner, 1,000 verified clients, their AED accounts and the partner's omnibus slots (`houseSlots`), the
 // orders (deposits and withdrawals by bank and card; 80% completed, the rest rejected or failed),
 // two postings for each completed order (the client's account against the omnibus slot of the
 // client, as the service posts them), every balance set to the sum of its postings, and one audit
@@ -26,6 +26,7 @@ import { loadConfig } from "../packages/server/src/config/config.ts";
 import { openDatabase } from "../packages/server/src/db/database.ts";
 import { migrate } from "../packages/server/src/db/migrate.ts";
 import { englishCountryName, seedCatalog } from "../packages/server/src/modules/catalog/index.ts";
+import { houseSlots } from "../packages/server/src/modules/ledger/legs.ts";
 import { systemClock } from "../packages/server/src/platform/clock.ts";
 import { systemRandom } from "../packages/server/src/platform/random.ts";
 import { buildServices } from "../packages/server/src/services.ts";
@@ -63,7 +64,7 @@ async function seed(db: pg.Client, orders: number): Promise<{ partner: string }>
   await db.query(
     `INSERT INTO accounts (kind, partner_id, client_id, asset_id, balance, slot)
      SELECT 'client', $1, id, 'AED', 0, 0 FROM clients WHERE partner_id = $1
-     UNION ALL SELECT 'omnibus', $1, NULL, 'AED', 0, s FROM generate_series(0, 15) s`,
+     UNION ALL SELECT 'omnibus', $1, NULL, 'AED', 0, s FROM generate_series(0, ${houseSlots - 1}) s`,
     [partner],
   );
   // Client i % 1000 gets order i; each client's orders cycle deposit, deposit, deposit, withdrawal
@@ -91,7 +92,7 @@ async function seed(db: pg.Client, orders: number): Promise<{ partner: string }>
      UNION ALL
      SELECT o.id, h.id, 'AED', CASE WHEN o.type = 'deposit' THEN -100::numeric ELSE 10::numeric END
        FROM orders o JOIN accounts h ON h.kind = 'omnibus' AND h.partner_id = o.partner_id
-        AND h.slot = o.client_id % 16 AND h.asset_id = 'AED'
+        AND h.slot = o.client_id % ${houseSlots} AND h.asset_id = 'AED'
       WHERE o.status = 'completed'`,
   );
   // The trigger that keeps each client's counts of orders (migrations 0019, 0020) is skipped too: the counts

@@ -13,6 +13,10 @@
 //   BENCH_DATABASE_URL  server to create the database on (default postgres://postgres@127.0.0.1:5432/postgres)
 //   BENCH_WORKERS       API processes of the service and of the reference (WORKERS; default 2)
 //   BENCH_CLIENTS       verified clients the deposits are spread over (default 64)
+//   BENCH_CLIENT_PICK   `turn` (default): each request the next client in turn, so that the requests
+//                       under way at once are of consecutive clients; `random`: a client drawn at
+//                       random (the same draws on both sides), as a partner's many clients come
+//                       (their ids, and so their house slots, then fall as chance has it)
 //   BENCH_PGBENCH       the pgbench binary (default: on PATH, else /usr/lib/postgresql/*/bin/pgbench)
 //   BENCH_CONNECTIONS   when set, replaces the 64 connections of every load
 //
@@ -64,12 +68,16 @@ export const deposits: Scenario = {
     const database = pair.database;
     process.stdout.write(`bench: pgbench ${pgbench}\n`);
 
-    // Every request: the next client in turn, a reference never used before, signed when sent.
+    // Every request: the next client in turn (or one drawn at random), a reference never used
+    // before, signed when sent.
     const runId = crypto.randomBytes(4).toString("hex");
     const sent: Record<string, number> = {};
+    const atRandom = clientPick() === "random";
     const funding = (kind: "deposits" | "withdrawals", who: string): RequestSpec => {
       const key = `${kind} ${who}`;
       sent[key] = 0;
+      // The same draws for both sides: seeded by the kind alone.
+      const draw = seededDraws(kind === "deposits" ? 1 : 2);
       return {
         method: "POST",
         path: `/v1/partner/${kind}`,
@@ -78,7 +86,7 @@ export const deposits: Scenario = {
           const n = (sent[key] ?? 0) + 1;
           sent[key] = n;
           return JSON.stringify({
-            partner_client_id: `client-${1 + (n % clientCount)}`,
+            partner_client_id: `client-${1 + (atRandom ? Math.floor(draw() * clientCount) : n % clientCount)}`,
             asset_id: "AED",
             amount: kind === "deposits" ? "1.00" : "0.01",
             partner_order_ref: `bench-${runId}-${who}-${kind}-${n}`,
@@ -324,5 +332,25 @@ async function databaseStats(db: Db, dbName: string): Promise<DatabaseStats> {
     inserted: Number(r.i),
     updated: Number(r.u),
     returned: Number(r.t),
+  };
+}
+
+/** BENCH_CLIENT_PICK: `turn` (the default) or `random`. */
+function clientPick(): "turn" | "random" {
+  const given = process.env.BENCH_CLIENT_PICK ?? "turn";
+  if (given !== "turn" && given !== "random")
+    throw new Error(`BENCH_CLIENT_PICK: turn or random, not ${given}`);
+  return given;
+}
+
+/** Numbers in [0, 1), the same for the same seed (mulberry32). */
+function seededDraws(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

@@ -231,7 +231,8 @@ describe("fund_orders(): orders committed together, each as its own statement", 
 
   test("orders of one slot and two partners go in one call, by partner", async () => {
     const a = await partnerWithClients("batched-partner-a", 1);
-    const b = await partnerWithClients("batched-partner-b", 16);
+    // One client of each slot: one of them shares `ca`'s.
+    const b = await partnerWithClients("batched-partner-b", houseSlots);
     const ca = a.clients[0]!;
     const cb = b.clients.find((c) => c.id % houseSlots === ca.id % houseSlots)!;
     const pair = [call(a.partner, ca, "deposit", "p-1", 3n), call(b.partner, cb, "deposit", "p-1", 4n)].sort(

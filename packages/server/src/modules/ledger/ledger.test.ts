@@ -96,6 +96,38 @@ describe("ledger", () => {
     assert.deepEqual(await checkLedger(db), []);
   });
 
+  test("house legs spread over 64 slots: clients 16 apart post apart, and the last slot is one the schema takes", async () => {
+    // 16 slots until the night of 29 November 2026: every batch of deposits then met the other process's
+    // batch on a shared slot (docs/decisions.md, "House slots: 64").
+    const db = ctx.services.database.db;
+    const made: { id: number; partnerClientId: string }[] = [];
+    for (let n = 600; made.length < 17 || made.at(-1)!.id % 64 !== 63; n++) {
+      made.push(await insertClient(db, ctx.partner.id, n));
+    }
+    const last = made.at(-1)!;
+    const sixteenBefore = made.find((c) => c.id === last.id - 16)!;
+    assert.equal(houseSlot(last.id), 63);
+    assert.equal(houseSlot(sixteenBefore.id), 47);
+    // The partner's USD omnibus rows of the two slots (other tests' deposits may be there already).
+    const omnibus = async () => {
+      const rows = await db
+        .selectFrom("accounts")
+        .select(["slot", "balance"])
+        .where("kind", "=", "omnibus")
+        .where("partner_id", "=", ctx.partner.id)
+        .where("asset_id", "=", "USD")
+        .where("slot", "in", [47, 63])
+        .execute();
+      const units = new Map(rows.map((r) => [r.slot, BigInt(String(r.balance).replace(".", ""))]));
+      return [units.get(47) ?? 0n, units.get(63) ?? 0n];
+    };
+    const [before47, before63] = await omnibus();
+    await deposit(last, "slot-63", "USD", 100_000_000n);
+    await deposit(sixteenBefore, "slot-47", "USD", 200_000_000n);
+    assert.deepEqual(await omnibus(), [before47! - 200_000_000n, before63! - 100_000_000n]);
+    assert.deepEqual(await checkLedger(db), []);
+  });
+
   test("the ledger check names an account whose balance differs from its postings", async () => {
     const db = ctx.services.database.db;
     const client = await insertClient(db, ctx.partner.id, 1);
