@@ -1,7 +1,7 @@
 // The orders list's `total` (docs/reference.md §8 pagination; docs/decisions.md, "An orders page's
 // total from kept counts"): filtered by nothing but client, source and status, it is read from the
 // counts the database keeps per client, source and status (migrations 0019, 0020); with a range of
-// dates it is counted. Either way it is
+// dates it is counted, unless the range leaves none of the orders out. Either way it is
 // the number of orders the list holds, for every way an order is made; a refused request counts
 // nothing; the database refuses what would make the counts false; orders written before the
 // migrations are counted by them; a change of an order's status moves its count.
@@ -173,9 +173,17 @@ describe("orders: the list's total", () => {
     assert.equal(await assertTotals(), 8);
   });
 
-  test("filtered by client, source and status alone the total is the kept count; a range of dates counts", async () => {
+  test("filtered by client, source and status alone the total is the kept count; a range of dates counts unless it leaves nothing out", async () => {
     const db = ctx.services.database.db;
     const c1 = clients[0]!;
+    // The first and last order's times, to the microsecond, and one microsecond inside each.
+    const { rows } = await sql<{ first: string; second: string; last: string; before_last: string }>`
+      SELECT to_char(min(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS first,
+             to_char((min(created_at) + interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS second,
+             to_char(max(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last,
+             to_char((max(created_at) - interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS before_last
+        FROM orders WHERE partner_id = ${ctx.partner.id}`.execute(db);
+    const t = rows[0]!;
     const totals = async () => ({
       all: await total(),
       c1: await total("?partner_client_id=client-1"),
@@ -186,12 +194,22 @@ describe("orders: the list's total", () => {
       rejected: await total("?status=rejected"),
       c1Either: await total("?partner_client_id=client-1&status=completed&status=rejected"),
       c1BankCompleted: await total("?partner_client_id=client-1&source=bank&source=card&status=completed"),
-      day: await total("?from_datetime=2000-01-01"),
-      c1Day: await total("?partner_client_id=client-1&status=completed&to_datetime=2100-01-01"),
+      // Ranges that leave none of the partner's (or the client's) orders out: the kept count.
+      since2000: await total("?from_datetime=2000-01-01"),
+      c1Until2100: await total("?partner_client_id=client-1&status=completed&to_datetime=2100-01-01"),
+      firstToLast: await total(`?from_datetime=${t.first}&to_datetime=${t.last}`),
+      // Ranges that leave one order out, by a microsecond: counted.
+      fromSecond: await total(`?from_datetime=${t.second}`),
+      untilBeforeLast: await total(`?to_datetime=${t.before_last}&source=bank&source=card&source=market`),
+      // Nothing in range: counted.
+      until2000: await total("?to_datetime=2000-01-01"),
     });
     const before = await totals();
     assert.ok(before.c1BankCompleted > 0 && before.market > 0 && before.rejected > 0);
-    assert.ok(before.day === before.all && before.c1Day > 0);
+    assert.ok(before.since2000 === before.all && before.firstToLast === before.all && before.c1Until2100 > 0);
+    assert.ok(
+      before.fromSecond < before.all && before.untilBeforeLast < before.all && before.until2000 === 0,
+    );
     // Only a changed count shows which totals read it; it is put back at once.
     const shift = (by: number) =>
       sql`UPDATE order_counts SET orders = orders + ${by}
@@ -199,7 +217,17 @@ describe("orders: the list's total", () => {
     await shift(100);
     try {
       const read = await totals();
-      const moved = ["all", "c1", "bank", "completed", "c1Either", "c1BankCompleted"];
+      const moved = [
+        "all",
+        "c1",
+        "bank",
+        "completed",
+        "c1Either",
+        "c1BankCompleted",
+        "since2000",
+        "c1Until2100",
+        "firstToLast",
+      ];
       for (const [name, value] of Object.entries(read))
         assert.equal(value, before[name as keyof typeof before] + (moved.includes(name) ? 100 : 0), name);
     } finally {

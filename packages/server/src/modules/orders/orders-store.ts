@@ -164,16 +164,38 @@ const pageRead = new WitnessedRead(
     // Filtered by nothing but client, source and status, the total is the kept count (migrations
     // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead
     // of a count of every order. It is read in the statement's snapshot, as the page is, so the
-    // two agree. A range of dates (and any filter added later) narrows the total, which is then
-    // counted.
-    const kept = shape.split(",").every((f) => f === "" || countedFilters.has(f));
+    // two agree. A range of dates narrows the total, which is then counted, unless the range
+    // leaves out none of the orders the snapshot sees: its start at or before the partner's (or
+    // the client's) first order, its end at or after the last, each found at one end of an index.
+    // Any filter added later is counted.
+    const names = shape.split(",").filter((f) => f !== "");
+    const kept = names.every((f) => countedFilters.has(f));
+    const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
     let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", p.partnerId);
     if (has("clientId")) counts = counts.where("k.client_id", "=", p.clientId);
     if (has("sources")) counts = counts.where("k.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
     if (has("statuses")) counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    const keptSum = counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"));
+    const countedRows = q.select((eb) => eb.fn.countAll<string>().as("total"));
+    /** The first or the last time an order of the partner (or of the client) was made. */
+    const end = (which: "min" | "max") => {
+      let b = db.selectFrom("orders as b").where("b.partner_id", "=", p.partnerId);
+      if (has("clientId")) b = b.where("b.client_id", "=", p.clientId);
+      return b.select((eb) => eb.fn[which]("b.created_at").as("t"));
+    };
+    // A sub-select in a branch not taken is never run: a range that leaves nothing out costs two
+    // index probes and the kept counts, one that does the count alone.
+    const leavesNothingOut = sql<boolean>`${has("from") ? sql`${p.from}::timestamptz <= (${end("min")})` : sql`true`}
+      AND ${has("to") ? sql`${p.to}::timestamptz >= (${end("max")})` : sql`true`}`;
     const counted = kept
-      ? counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"))
-      : q.select((eb) => eb.fn.countAll<string>().as("total"));
+      ? keptSum
+      : keptUnlessNarrowed
+        ? db.selectNoFrom(
+            sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum}) ELSE (${countedRows}) END`.as(
+              "total",
+            ),
+          )
+        : countedRows;
     // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
     // migration adds to orders does not reach it.
     return db
