@@ -26,6 +26,7 @@
 import crypto from "node:crypto";
 import { sql } from "kysely";
 import type { Db } from "../../packages/server/src/db/database.ts";
+import { mulberry32 } from "../../packages/server/src/faults/schedule.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
 import {
   type Comparison,
@@ -77,7 +78,7 @@ export const deposits: Scenario = {
       const key = `${kind} ${who}`;
       sent[key] = 0;
       // The same draws for both sides: seeded by the kind alone.
-      const draw = seededDraws(kind === "deposits" ? 1 : 2);
+      const draw = mulberry32(kind === "deposits" ? 1 : 2);
       return {
         method: "POST",
         path: `/v1/partner/${kind}`,
@@ -86,7 +87,7 @@ export const deposits: Scenario = {
           const n = (sent[key] ?? 0) + 1;
           sent[key] = n;
           return JSON.stringify({
-            partner_client_id: `client-${1 + (atRandom ? Math.floor(draw() * clientCount) : n % clientCount)}`,
+            partner_client_id: `client-${1 + (atRandom ? draw.int(clientCount) : n % clientCount)}`,
             asset_id: "AED",
             amount: kind === "deposits" ? "1.00" : "0.01",
             partner_order_ref: `bench-${runId}-${who}-${kind}-${n}`,
@@ -341,16 +342,4 @@ function clientPick(): "turn" | "random" {
   if (given !== "turn" && given !== "random")
     throw new Error(`BENCH_CLIENT_PICK: turn or random, not ${given}`);
   return given;
-}
-
-/** Numbers in [0, 1), the same for the same seed (mulberry32). */
-function seededDraws(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
