@@ -29,6 +29,7 @@ import type { Db } from "../../packages/server/src/db/database.ts";
 import { mulberry32 } from "../../packages/server/src/faults/schedule.ts";
 import { checkLedger } from "../../packages/server/src/modules/ledger/ledger-store.ts";
 import {
+  adminCall,
   type Comparison,
   comparison,
   measureLoad,
@@ -105,6 +106,7 @@ export const deposits: Scenario = {
     let statsBefore: DatabaseStats | null = null;
     let statsAfter: DatabaseStats | null = null;
     let counterpartDeposits: TargetResult | null = null;
+    let callsBefore: FundingCalls | null = null;
     for (const kind of ["deposits", "withdrawals"] as const) {
       for (const s of servers) {
         const request = funding(kind, s.who);
@@ -115,7 +117,10 @@ export const deposits: Scenario = {
           );
         }
         const counted = kind === "deposits" && s.who === "Counterpart";
-        if (counted) statsBefore = await databaseStats(database.db, dbName);
+        if (counted) {
+          statsBefore = await databaseStats(database.db, dbName);
+          callsBefore = await fundingCalls(pair.adminUrl);
+        }
         const m = await measureLoad({
           label: `${kind} (${s.who})`,
           rootPid: s.pid,
@@ -125,6 +130,13 @@ export const deposits: Scenario = {
         });
         if (counted) {
           statsAfter = await databaseStats(database.db, dbName);
+          const after = await fundingCalls(pair.adminUrl);
+          const d = (k: keyof FundingCalls) => after[k] - (callsBefore?.[k] ?? Number.NaN);
+          notes.push(
+            `Counterpart's deposits, warm-up included: ${d("orders")} in ${d("calls")} statements ` +
+              `(${fixed(d("orders") / d("calls"), 2)} a statement); judged by the facts their process kept: ` +
+              `${d("kept")}, read: ${d("read")} (a client's first in a process), kept but changed: ${d("changed")}`,
+          );
           counterpartDeposits = m.target;
         }
         notes.push(...m.notes);
@@ -342,4 +354,30 @@ function clientPick(): "turn" | "random" {
   if (given !== "turn" && given !== "random")
     throw new Error(`BENCH_CLIENT_PICK: turn or random, not ${given}`);
   return given;
+}
+
+interface FundingCalls {
+  /** Deposits and withdrawals made by the calls (`counterpart_orders_per_call{use="funding"}`). */
+  orders: number;
+  calls: number;
+  /** Deposits judged by the facts their process kept, read, or kept but changed. */
+  kept: number;
+  read: number;
+  changed: number;
+}
+
+/** The service's funding calls and how its deposits were judged so far, summed over its processes. */
+async function fundingCalls(adminUrl: string): Promise<FundingCalls> {
+  const { body } = await adminCall(adminUrl, "GET", "/metrics");
+  const value = (pattern: string) =>
+    Number(new RegExp(`^${pattern} (\\d+)$`, "m").exec(body)?.[1] ?? Number.NaN);
+  const judged = (outcome: string) =>
+    value(`counterpart_kept_facts_total\\{use="deposit",outcome="${outcome}"\\}`);
+  return {
+    orders: value('counterpart_orders_per_call_sum\\{use="funding"\\}'),
+    calls: value('counterpart_orders_per_call_count\\{use="funding"\\}'),
+    kept: judged("kept"),
+    read: judged("read"),
+    changed: judged("changed"),
+  };
 }
