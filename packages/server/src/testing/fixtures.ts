@@ -9,6 +9,7 @@ import type { Db } from "../db/database.ts";
 import type { AccountPurpose, ClientStatus } from "../db/schema.ts";
 import { fundingLegs } from "../modules/funding/funding-legs.ts";
 import { fundOrder } from "../modules/funding/funding-store.ts";
+import { houseSlots } from "../modules/ledger/legs.ts";
 import { readCredentials, type SignatureToRecord } from "../modules/partners/index.ts";
 import type { TestContext } from "./harness.ts";
 
@@ -117,6 +118,29 @@ export async function depositDirectly(
 ): Promise<void> {
   const { slot, legs } = fundingLegs("deposit", clientId, assetId, amount);
   await fundOrder(db, { partnerId, clientId, ref, type: "deposit", assetId, amount, legs, slot });
+}
+
+/**
+ * A new partner with `n` verified clients (at most `houseSlots`), one per house slot, in slot
+ * order, as the order queue batches them; each holding `fundAed` (scale 8) when given.
+ */
+export async function partnerWithClientsOfSlots(
+  ctx: Pick<TestContext, "addPartner" | "services">,
+  name: string,
+  n: number,
+  fundAed?: bigint,
+) {
+  if (n > houseSlots) throw new Error(`${n} clients of distinct slots: there are ${houseSlots} slots`);
+  const db = ctx.services.database.db;
+  const partner = await ctx.addPartner({ name });
+  const clients: { id: number; partnerClientId: string }[] = [];
+  for (let i = 1; clients.length < n; i++) {
+    const client = await insertClient(db, partner.id, i);
+    if (clients.some((c) => c.id % houseSlots === client.id % houseSlots)) continue;
+    clients.push(client);
+    if (fundAed !== undefined) await depositDirectly(db, partner.id, client.id, "AED", fundAed);
+  }
+  return { partner, clients: clients.sort((a, b) => (a.id % houseSlots) - (b.id % houseSlots)) };
 }
 
 /** Every client row and every document row, as text: equal before and after means nothing changed. */

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { databaseError, isDuplicateOrderRef, RefusedInBatch } from "../../db/errors.ts";
-import { insertClient, signatureToRecord } from "../../testing/fixtures.ts";
+import { insertClient, partnerWithClientsOfSlots, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { checkLedger, clientBalances, houseSlots } from "../ledger/index.ts";
 import type { SignatureToRecord } from "../partners/index.ts";
@@ -33,20 +33,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
   const db = () => ctx.services.database.db;
   type Client = { id: number; partnerClientId: string };
 
-  /** A partner with `n` verified clients, one per house slot from slot 0, as the queue would batch them. */
-  async function partnerWithClients(name: string, n: number) {
-    const partner = await ctx.addPartner({ name });
-    const clients: { id: number; partnerClientId: string }[] = [];
-    const slots = new Set<number>();
-    for (let i = 1; clients.length < n; i++) {
-      const client = await insertClient(db(), partner.id, i);
-      if (!slots.has(client.id % houseSlots)) {
-        slots.add(client.id % houseSlots);
-        clients.push(client);
-      }
-    }
-    return { partner, clients: clients.sort((a, b) => (a.id % houseSlots) - (b.id % houseSlots)) };
-  }
+  const partnerWithClients = (name: string, n: number) => partnerWithClientsOfSlots(ctx, name, n);
 
   /** The signature to record with an order, by the partner's credentials as its row holds them. */
   const signatureOf = (partner: TestPartner) =>

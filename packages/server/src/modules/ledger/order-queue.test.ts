@@ -66,6 +66,17 @@ const options = { batchMax: 16, waitingMax: 100, callsInFlightMax: 1, waitMs: 60
 const tick = () => new Promise((r) => setImmediate(r));
 const refOf = (o: Made) => o.ref;
 
+/** Orders "a" and "b" wait behind a first call, which is then answered: the next call is theirs. */
+async function twoBehindFirst(queue: OrderQueue<Call, Made>, calls: Pending[]) {
+  const first = queue.make(call("first", 0));
+  const a = queue.make(call("a", 1));
+  const b = queue.make(call("b", 2));
+  calls[0]!.answer();
+  await first;
+  await tick();
+  return { a, b };
+}
+
 test("a lone order goes at once, alone", async () => {
   const { calls, sender } = standIn();
   const queue = queueOf(sender, options);
@@ -140,12 +151,7 @@ test("orders of one slot and other partners go together, by slot then partner as
 test("an order refused in a call is refused alone; the others are made", async () => {
   const { calls, sender } = standIn();
   const queue = queueOf(sender, options);
-  const first = queue.make(call("first", 0));
-  const a = queue.make(call("a", 1));
-  const b = queue.make(call("b", 2));
-  calls[0]!.answer();
-  await first;
-  await tick();
+  const { a, b } = await twoBehindFirst(queue, calls);
   const refused = new RefusedInBatch("23505", "orders_partner_order_ref_key");
   calls[1]!.answer([made(call("a", 1)), refused]);
   assert.equal(refOf(await a), "a");
@@ -155,12 +161,7 @@ test("an order refused in a call is refused alone; the others are made", async (
 test("a call that fails as a whole fails each of its orders, and the queue goes on", async () => {
   const { calls, sender } = standIn();
   const queue = queueOf(sender, options);
-  const first = queue.make(call("first", 0));
-  const a = queue.make(call("a", 1));
-  const b = queue.make(call("b", 2));
-  calls[0]!.answer();
-  await first;
-  await tick();
+  const { a, b } = await twoBehindFirst(queue, calls);
   const lost = new Error("connection lost");
   calls[1]!.fail(lost);
   await assert.rejects(a, (err) => err === lost);
@@ -176,12 +177,7 @@ test("a call that answers RetryAlone sends each of its orders alone, each answer
   const { calls, sender } = standIn();
   const sizes: number[] = [];
   const queue = queueOf(sender, options, sizes);
-  const first = queue.make(call("first", 0));
-  const a = queue.make(call("a", 1));
-  const b = queue.make(call("b", 2));
-  calls[0]!.answer();
-  await first;
-  await tick();
+  const { a, b } = await twoBehindFirst(queue, calls);
   assert.deepEqual(calls[1]!.refs, ["a", "b"]);
   calls[1]!.fail(new RetryAlone(new Error("one of them raised")));
   await tick();
@@ -229,12 +225,7 @@ test("without lock groups, a call takes the first waiting orders in their order,
 test("a call answering another number of orders fails each of them", async () => {
   const { calls, sender } = standIn();
   const queue = queueOf(sender, options);
-  const first = queue.make(call("first", 0));
-  const a = queue.make(call("a", 1));
-  const b = queue.make(call("b", 2));
-  calls[0]!.answer();
-  await first;
-  await tick();
+  const { a, b } = await twoBehindFirst(queue, calls);
   calls[1]!.answer([made(call("a", 1))]);
   await assert.rejects(a, /another number/);
   await assert.rejects(b, /another number/);

@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { inTransaction } from "../../db/transaction.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
-import { depositDirectly, insertClient, signatureToRecord } from "../../testing/fixtures.ts";
+import { partnerWithClientsOfSlots, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { fundingLegs } from "../funding/funding-legs.ts";
 import { fundOrder } from "../funding/funding-store.ts";
@@ -43,16 +43,9 @@ describe("insertQuotesIfHeld(): quotes stored together, each as its own statemen
   const db = () => ctx.services.database.db;
   type Client = { id: number; partnerClientId: string };
 
-  async function partnerWithClients(name: string, n: number) {
-    const partner = await ctx.addPartner({ name });
-    const clients: Client[] = [];
-    for (let i = 1; i <= n; i++) {
-      const client = await insertClient(db(), partner.id, i);
-      clients.push(client);
-      await depositDirectly(db(), partner.id, client.id, "AED", 10_000_00000000n);
-    }
-    return { partner, clients };
-  }
+  /** A partner with `n` clients, each holding 10,000 AED. */
+  const partnerWithClients = (name: string, n: number) =>
+    partnerWithClientsOfSlots(ctx, name, n, 10_000_00000000n);
 
   /** A BTC-AED buy of 0.01 for the client, held on the facts read now (as a process keeps them). */
   async function quoteCall(

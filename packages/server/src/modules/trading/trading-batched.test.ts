@@ -10,11 +10,11 @@ import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
 import { isDuplicateOrderRef, RefusedInBatch } from "../../db/errors.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
-import { depositDirectly, insertClient, signatureToRecord } from "../../testing/fixtures.ts";
+import { partnerWithClientsOfSlots, signatureToRecord } from "../../testing/fixtures.ts";
 import { onPostgres, startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { fundingLegs } from "../funding/funding-legs.ts";
 import { fundOrder } from "../funding/funding-store.ts";
-import { checkLedger, clientBalances, houseSlots } from "../ledger/index.ts";
+import { checkLedger, clientBalances } from "../ledger/index.ts";
 import type { SignatureToRecord } from "../partners/index.ts";
 import { tradeLegs } from "./trade-legs.ts";
 import {
@@ -49,17 +49,8 @@ describe("execute_quotes(): trades committed together, each as its own statement
   type Client = { id: number; partnerClientId: string };
 
   /** A partner with `n` clients of distinct house slots, in slot order, each holding 10,000 AED. */
-  async function partnerWithClients(name: string, n: number) {
-    const partner = await ctx.addPartner({ name });
-    const clients: Client[] = [];
-    for (let i = 1; clients.length < n; i++) {
-      const client = await insertClient(db(), partner.id, i);
-      if (clients.some((c) => c.id % houseSlots === client.id % houseSlots)) continue;
-      clients.push(client);
-      await depositDirectly(db(), partner.id, client.id, "AED", 10_000_00000000n, `fund-${client.id}`);
-    }
-    return { partner, clients: clients.sort((a, b) => (a.id % houseSlots) - (b.id % houseSlots)) };
-  }
+  const partnerWithClients = (name: string, n: number) =>
+    partnerWithClientsOfSlots(ctx, name, n, 10_000_00000000n);
 
   /** A quote of 0.01 BTC for the client, made through the API: its token. */
   async function quoteFor(partner: TestPartner, client: Client): Promise<string> {
