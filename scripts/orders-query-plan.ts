@@ -73,8 +73,18 @@ try {
     // A range that leaves none of the orders out: the kept counts, after two index probes (counted
     // until the night of 29 November 2026, as every page was before migration 0019).
     ["first page, from 1970", { ...none, from: "1970-01-01T00:00:00Z" }, 1],
-    // A range that leaves out the first day alone: counted, every order after it.
-    ["first page, from 2 January (counted)", { ...none, from: "2026-01-02T00:00:00Z" }, 1],
+    // A range that leaves out the first day alone: the kept counts less that day's orders, counted
+    // (until 30 November 2026 it counted every order after it).
+    ["first page, from 2 January (less 1 January)", { ...none, from: "2026-01-02T00:00:00Z" }, 1],
+    // Less both ends: 1 January, and at 1,000,000 the orders after September (16 days of them).
+    [
+      "first page, 2 January to September (less both ends)",
+      { ...none, from: "2026-01-02T00:00:00Z", to: "2026-09-30T23:59:59Z" },
+      1,
+    ],
+    // A range that keeps less time than it leaves out, from the middle of the orders at 1,000,000
+    // (none at 10,000): counted, every order it keeps.
+    ["first page, from 1 June (counted)", { ...none, from: "2026-06-01T00:00:00Z" }, 1],
     ["one client", { ...none, clientId: client500 }, 1],
     ["status=completed", { ...none, statuses: ["completed"] }, 1],
     [
@@ -156,6 +166,12 @@ try {
     [
       "total for a date range (one day): counted",
       `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at >= '2026-05-01' AND o.created_at <= '2026-05-02'`,
+      [partner],
+    ],
+    [
+      "total from 2 January: the kept counts less the orders before it, counted",
+      `SELECT (SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1)
+            - (SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at < '2026-01-02')`,
       [partner],
     ],
     [

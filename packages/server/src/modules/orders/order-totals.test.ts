@@ -1,9 +1,9 @@
 // The orders list's `total` (docs/reference.md §8 pagination; docs/decisions.md, "An orders page's
 // total from kept counts"): filtered by nothing but client, source and status, it is read from the
 // counts the database keeps per client, source and status (migrations 0019, 0020); with a range of
-// dates it is counted, unless the range leaves none of the orders out. Either way it is
-// the number of orders the list holds, for every way an order is made; a refused request counts
-// nothing; the database refuses what would make the counts false; orders written before the
+// dates, from them less the orders the range leaves out, unless it keeps less time than it leaves
+// out, when it is counted. Either way it is the number of orders the list holds, for every way an
+// order is made; a refused request counts nothing; the database refuses what would make the counts false; orders written before the
 // migrations are counted by them; a change of an order's status moves its count.
 
 import assert from "node:assert/strict";
@@ -173,7 +173,7 @@ describe("orders: the list's total", () => {
     assert.equal(await assertTotals(), 8);
   });
 
-  test("filtered by client, source and status alone the total is the kept count; a range of dates counts unless it leaves nothing out", async () => {
+  test("filtered by client, source and status alone the total is the kept count; a range of dates reads it too unless it keeps less time than it leaves out", async () => {
     const db = ctx.services.database.db;
     const c1 = clients[0]!;
     // The first and last order's times, to the microsecond, and one microsecond inside each.
@@ -198,17 +198,34 @@ describe("orders: the list's total", () => {
       since2000: await total("?from_datetime=2000-01-01"),
       c1Until2100: await total("?partner_client_id=client-1&status=completed&to_datetime=2100-01-01"),
       firstToLast: await total(`?from_datetime=${t.first}&to_datetime=${t.last}`),
-      // Ranges that leave one order out, by a microsecond: counted.
+      // Ranges that leave out less time than they keep (one order on a side, by a microsecond):
+      // the kept count less the orders left out, counted.
       fromSecond: await total(`?from_datetime=${t.second}`),
       untilBeforeLast: await total(`?to_datetime=${t.before_last}&source=bank&source=card&source=market`),
-      // Nothing in range: counted.
+      secondToBeforeLast: await total(`?from_datetime=${t.second}&to_datetime=${t.before_last}`),
+      c1CompletedFromSecond: await total(
+        `?partner_client_id=client-1&status=completed&from_datetime=${t.second}`,
+      ),
+      // Ranges that keep less time than they leave out: counted.
+      firstOnly: await total(`?from_datetime=${t.first}&to_datetime=${t.first}`),
       until2000: await total("?to_datetime=2000-01-01"),
+      // A range that ends before it starts holds nothing (counted, never the counts less both sides).
+      backwards: await total(`?from_datetime=${t.before_last}&to_datetime=${t.second}`),
     });
     const before = await totals();
     assert.ok(before.c1BankCompleted > 0 && before.market > 0 && before.rejected > 0);
     assert.ok(before.since2000 === before.all && before.firstToLast === before.all && before.c1Until2100 > 0);
-    assert.ok(
-      before.fromSecond < before.all && before.untilBeforeLast < before.all && before.until2000 === 0,
+    assert.equal(before.fromSecond, before.all - 1);
+    assert.equal(before.untilBeforeLast, before.bank + before.market - 1);
+    assert.equal(before.secondToBeforeLast, before.all - 2);
+    assert.equal(before.firstOnly, 1);
+    assert.equal(before.until2000, 0);
+    assert.equal(before.backwards, 0);
+    // The first order was client-1's deposit, completed: the range leaves out that one.
+    assert.ok(before.c1CompletedFromSecond > 0);
+    assert.equal(
+      before.c1CompletedFromSecond,
+      (await total("?partner_client_id=client-1&status=completed")) - 1,
     );
     // Only a changed count shows which totals read it; it is put back at once.
     const shift = (by: number) =>
@@ -227,6 +244,10 @@ describe("orders: the list's total", () => {
         "since2000",
         "c1Until2100",
         "firstToLast",
+        "fromSecond",
+        "untilBeforeLast",
+        "secondToBeforeLast",
+        "c1CompletedFromSecond",
       ];
       for (const [name, value] of Object.entries(read))
         assert.equal(value, before[name as keyof typeof before] + (moved.includes(name) ? 100 : 0), name);

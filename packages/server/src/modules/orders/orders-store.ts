@@ -147,10 +147,15 @@ const countedFilters: ReadonlySet<string> = new Set<keyof OrderFilter>(["clientI
 const pageRead = new WitnessedRead(
   (db, p: PageParameters, shape: PageShape) => {
     const has = shapeFilters(shape);
-    let q = db.selectFrom("orders as o").where("o.partner_id", "=", p.partnerId);
-    if (has("clientId")) q = q.where("o.client_id", "=", p.clientId);
-    if (has("sources")) q = q.where("o.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
-    if (has("statuses")) q = q.where("o.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    /** The partner's orders under the page's filters but its range of dates. */
+    const filtered = () => {
+      let f = db.selectFrom("orders as o").where("o.partner_id", "=", p.partnerId);
+      if (has("clientId")) f = f.where("o.client_id", "=", p.clientId);
+      if (has("sources")) f = f.where("o.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+      if (has("statuses")) f = f.where("o.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+      return f;
+    };
+    let q = filtered();
     if (has("from")) q = q.where("o.created_at", ">=", p.from);
     if (has("to")) q = q.where("o.created_at", "<=", p.to);
     const pageRows = q
@@ -164,10 +169,16 @@ const pageRead = new WitnessedRead(
     // Filtered by nothing but client, source and status, the total is the kept count (migrations
     // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead
     // of a count of every order. It is read in the statement's snapshot, as the page is, so the
-    // two agree. A range of dates narrows the total, which is then counted, unless the range
-    // leaves out none of the orders the snapshot sees: its start at or before the partner's (or
-    // the client's) first order, its end at or after the last, each found at one end of an index.
-    // Any filter added later is counted.
+    // two agree. A range of dates narrows the total. Then, in the same snapshot, by the partner's
+    // (or the client's) first and last order, each found at one end of an index:
+    //   - a range that leaves none of the orders out (its start at or before the first, its end at
+    //     or after the last) totals the kept count;
+    //   - a range that leaves out a shorter span of time than it keeps (from its start back to the
+    //     first order, and from its end on to the last) totals the kept count less the orders it
+    //     leaves out, counted on each side;
+    //   - any other range counts the orders it keeps.
+    // The span is a guess at which side holds fewer orders; a wrong guess costs time, never the
+    // total. Any filter added later is counted.
     const names = shape.split(",").filter((f) => f !== "");
     const kept = names.every((f) => countedFilters.has(f));
     const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
@@ -177,23 +188,36 @@ const pageRead = new WitnessedRead(
     if (has("statuses")) counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
     const keptSum = counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"));
     const countedRows = q.select((eb) => eb.fn.countAll<string>().as("total"));
-    /** The first or the last time an order of the partner (or of the client) was made. */
-    const end = (which: "min" | "max") => {
-      let b = db.selectFrom("orders as b").where("b.partner_id", "=", p.partnerId);
-      if (has("clientId")) b = b.where("b.client_id", "=", p.clientId);
-      return b.select((eb) => eb.fn[which]("b.created_at").as("t"));
-    };
-    // A sub-select in a branch not taken is never run: a range that leaves nothing out costs two
-    // index probes and the kept counts, one that does the count alone.
-    const leavesNothingOut = sql<boolean>`${has("from") ? sql`${p.from}::timestamptz <= (${end("min")})` : sql`true`}
-      AND ${has("to") ? sql`${p.to}::timestamptz >= (${end("max")})` : sql`true`}`;
+    const countedOf = (f: ReturnType<typeof filtered>) => f.select((eb) => eb.fn.countAll<string>().as("n"));
+    /** The first and the last time an order of the partner (or of the client) was made. */
+    let ends = db.selectFrom("orders as b").where("b.partner_id", "=", p.partnerId);
+    if (has("clientId")) ends = ends.where("b.client_id", "=", p.clientId);
+    const firstAndLast = ends.select((eb) => [
+      eb.fn.min("b.created_at").as("first"),
+      eb.fn.max("b.created_at").as("last"),
+    ]);
+    // Read only where the shape has them: a parameter read is one placed (db/kept-statement.ts).
+    const from = () => sql`${p.from}::timestamptz`;
+    const to = () => sql`${p.to}::timestamptz`;
+    const leavesNothingOut = sql<boolean>`${has("from") ? sql`${from()} <= e.first` : sql`true`}
+      AND ${has("to") ? sql`${to()} >= e.last` : sql`true`}`;
+    // The range's part of the time from the first order to the last, and the rest.
+    const start = has("from") ? sql`greatest(${from()}, e.first)` : sql`e.first`;
+    const stop = has("to") ? sql`least(${to()}, e.last)` : sql`e.last`;
+    const leavesLessOut = sql<boolean>`${has("from") && has("to") ? sql`${from()} <= ${to()}` : sql`true`}
+      AND (${start} - e.first) + (e.last - ${stop}) < ${stop} - ${start}`;
+    const leftOut = sql<string>`${has("from") ? sql`(${countedOf(filtered().where("o.created_at", "<", p.from))})` : sql`0`}
+      + ${has("to") ? sql`(${countedOf(filtered().where("o.created_at", ">", p.to))})` : sql`0`}`;
+    // A sub-select in a branch not taken is never run: every range costs two index probes, then
+    // one that leaves nothing out the kept counts, one that leaves little out those and the count
+    // of that little, any other the count of what it keeps.
     const counted = kept
       ? keptSum
       : keptUnlessNarrowed
-        ? db.selectNoFrom(
-            sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum}) ELSE (${countedRows}) END`.as(
-              "total",
-            ),
+        ? db.selectFrom(firstAndLast.as("e")).select(
+            sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum})
+                WHEN ${leavesLessOut} THEN (${keptSum}) - (${leftOut})
+                ELSE (${countedRows}) END`.as("total"),
           )
         : countedRows;
     // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
