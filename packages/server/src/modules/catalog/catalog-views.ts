@@ -1,10 +1,10 @@
 // Wire shapes of catalog records (assets, pairs) and their schemas, one definition for both
 // serialisation and the OpenAPI document; and the admin API's asset changes (not in that document).
 
-import { assetTypes, formatDecimal } from "@counterpart/protocol";
+import { assetTypes } from "@counterpart/protocol";
 import type { Selectable } from "kysely";
 import { type Static, Type } from "typebox";
-import { moneyFromPg } from "../../db/numeric.ts";
+import { decimalFromPg } from "../../db/numeric.ts";
 import type { AssetPairsTable, AssetsTable } from "../../db/schema.ts";
 import { literalUnion } from "../../platform/wire-schemas.ts";
 
@@ -83,8 +83,8 @@ export function pairView(
     id: p.id,
     base_id: p.base_id,
     quote_id: p.quote_id,
-    buy: formatDecimal(moneyFromPg(p.buy)),
-    sell: formatDecimal(moneyFromPg(p.sell)),
+    buy: decimalFromPg(p.buy),
+    sell: decimalFromPg(p.sell),
     tradable: p.tradable,
   };
 }

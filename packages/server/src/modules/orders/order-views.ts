@@ -1,9 +1,9 @@
 // The order as partners see it (docs/reference.md §2.3): one shape for every type, decimals as strings.
 
-import { formatDecimal, orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
+import { orderSources, orderStatuses, orderTypes } from "@counterpart/protocol";
 import type { Selectable } from "kysely";
 import { type Static, Type } from "typebox";
-import { moneyFromPg } from "../../db/numeric.ts";
+import { decimalFromPg } from "../../db/numeric.ts";
 import type { OrdersTable } from "../../db/schema.ts";
 import { literalUnion, pageSchema } from "../../platform/wire-schemas.ts";
 
@@ -44,7 +44,7 @@ export type OrderView = Static<typeof OrderSchema>;
 export const OrderPageSchema = pageSchema("OrderPage", OrderSchema);
 export type OrderPage = Static<typeof OrderPageSchema>;
 
-const decimalOrNull = (v: string | null) => (v === null ? null : formatDecimal(moneyFromPg(v)));
+const decimalOrNull = (v: string | null) => (v === null ? null : decimalFromPg(v));
 
 /** A human label, not a lookup key: the creation date and the id. */
 export function orderNumber(id: number, createdAt: string): string {
@@ -65,9 +65,9 @@ export function orderView(o: OrderRow): OrderView {
     credit_asset_id: o.credit_asset_id,
     debit: decimalOrNull(o.debit),
     debit_asset_id: o.debit_asset_id,
-    fee: formatDecimal(moneyFromPg(o.fee)),
+    fee: decimalFromPg(o.fee),
     fee_asset_id: o.fee_asset_id,
-    vat: formatDecimal(moneyFromPg(o.vat)),
+    vat: decimalFromPg(o.vat),
     created_at: o.created_at,
     transitioned_at: o.transitioned_at,
     updated_at: o.updated_at,
