@@ -155,6 +155,50 @@ describe("reads authenticated by their own statement", () => {
     }
   });
 
+  test("a process parses the credentials a read carries only when their text changed", async () => {
+    const { partner, orderId, ref } = await partnerWithOrder("text-kept");
+    const parse = mock.method(JSON, "parse");
+    /** JSON.parse calls on this partner's credentials as a statement carried them. */
+    const parsed = () =>
+      parse.mock.calls.filter((c) => {
+        const text = c.arguments[0];
+        return typeof text === "string" && text.includes(partner.id) && text.includes("public_keys");
+      }).length;
+    try {
+      // Kept by a statement of its own, then seen once as a witnessed read's text.
+      for (let i = 0; i < 2; i++) {
+        assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 200);
+      }
+      parse.mock.resetCalls();
+      for (let round = 0; round < 2; round++) {
+        for (const [url, status] of witnessedReads(orderId, ref)) {
+          assert.equal((await get(second, partner, url)).statusCode, status, url);
+        }
+      }
+      assert.equal(parsed(), 0, "the same text again is judged without parsing it");
+      // A changed budget is a new text: parsed at the next read, and applied by it.
+      let res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/limits`, { reads: 7 });
+      assert.equal(res.statusCode, 200, res.body);
+      const lowered = await get(second, partner, "/v1/partner/asset-pairs");
+      assert.equal(lowered.statusCode, 200);
+      assert.equal(lowered.headers["ratelimit-limit"], "7");
+      assert.equal(parsed(), 1);
+      const next = await get(second, partner, "/v1/partner/asset-pairs");
+      assert.equal(next.headers["ratelimit-limit"], "7");
+      assert.equal(parsed(), 1, "and then kept");
+      // A partner disabled since: its text changed, and the read is refused.
+      res = await ctx.adminRequest("PUT", `/admin/partners/${partner.id}/active`, {
+        active: false,
+        reason: "witness text test",
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal((await get(second, partner, "/v1/partner/asset-pairs")).statusCode, 401);
+      assert.equal(parsed(), 2);
+    } finally {
+      parse.mock.restore();
+    }
+  });
+
   test("a witnessed read changes nothing, accepted or refused by the row after its handler ran", async () => {
     const { partner, orderId, ref } = await partnerWithOrder("changes-nothing");
     const reads = witnessedReads(orderId, ref);

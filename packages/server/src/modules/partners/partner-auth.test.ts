@@ -7,7 +7,8 @@ import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { KyselyPlugin } from "kysely";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
-import { PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
+import { CredentialCheck, PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
+import { credentialsColumn } from "./partners-store.ts";
 
 describe("partner authentication, statement by statement", () => {
   let ctx: TestContext;
@@ -157,5 +158,39 @@ describe("partner authentication, statement by statement", () => {
       assert.deepEqual(await cost(auth, { ...ok, target }), { result: "bad_path", statements: 0 }, target);
     }
     assert.deepEqual(await cost(auth, ok), { result: "ok", statements: 1 });
+  });
+  test("a read judged by credentials since replaced is judged by the text its statement carried, even a text seen before", async () => {
+    const p = await ctx.addPartner({ name: "Witnessed text" });
+    const auth = fresh();
+    /** The credentials' text as a witnessed read's statement carries it now. */
+    const carried = async () =>
+      (await ctx.services.database.db.selectNoFrom(credentialsColumn(p.id).as("c")).executeTakeFirstOrThrow())
+        .c;
+    const pending = async (key: string) => {
+      const r = await auth.authenticate(request(p.id, key, "GET"), { provisional: true });
+      assert.ok(r.ok && r.pending instanceof CredentialCheck, "accepted by the kept credentials, pending");
+      return r.pending;
+    };
+    assert.equal((await auth.authenticate(request(p.id, p.privateKeyPem, "GET"))).ok, true);
+    const first = await pending(p.privateKeyPem);
+    first.observe(await carried());
+    assert.equal((await first.settle()).ok, true);
+    // Judged by the old key, its statement not yet run, when the key is replaced.
+    const stale = await pending(p.privateKeyPem);
+    const next = generateKeyPair();
+    assert.ok((await ctx.services.partners.setKey(p.id, next.publicKeyPem, testNote)).ok);
+    // This process learns the new key (a read refused by the kept key, judged by the row), and a
+    // read of the new key's sees the new text.
+    assert.equal(
+      (await auth.authenticate(request(p.id, next.privateKeyPem, "GET"), { provisional: true })).ok,
+      true,
+    );
+    const fresher = await pending(next.privateKeyPem);
+    const text = await carried();
+    fresher.observe(text);
+    assert.equal((await fresher.settle()).ok, true);
+    // The stale read's statement carries that same text: the old key is refused by it.
+    stale.observe(text);
+    assert.deepEqual(await stale.settle(), { ok: false, cause: "signature_mismatch" });
   });
 });

@@ -73,18 +73,26 @@ export type AuthResult =
  */
 export class CredentialCheck implements CredentialWitness {
   readonly partnerId: string;
-  readonly #confirm: (seen: PartnerCredentials | undefined) => AuthResult;
+  readonly #confirm: (seen: PartnerCredentials | undefined, text?: string) => AuthResult;
   readonly #read: () => Promise<PartnerCredentials | undefined>;
+  readonly #unchanged: (value: unknown) => AuthResult | undefined;
   #result: AuthResult | null = null;
 
+  /**
+   * `confirm` judges the request by the credentials a statement saw (with the text they were read
+   * from, when a witness read them); `unchanged` may judge it by that text alone, when it is the
+   * text of the very credentials the request was judged by.
+   */
   constructor(
     partnerId: string,
-    confirm: (seen: PartnerCredentials | undefined) => AuthResult,
+    confirm: (seen: PartnerCredentials | undefined, text?: string) => AuthResult,
     read: () => Promise<PartnerCredentials | undefined>,
+    unchanged: (value: unknown) => AuthResult | undefined = () => undefined,
   ) {
     this.partnerId = partnerId;
     this.#confirm = confirm;
     this.#read = read;
+    this.#unchanged = unchanged;
   }
 
   column(id: string): RawBuilder<unknown> {
@@ -92,7 +100,9 @@ export class CredentialCheck implements CredentialWitness {
   }
 
   observe(value: unknown): void {
-    const result = this.#confirm(credentialsFromJson(value));
+    const result =
+      this.#unchanged(value) ??
+      this.#confirm(credentialsFromJson(value), typeof value === "string" ? value : undefined);
     // A refusal seen by any statement of the request stands.
     if (this.#result === null || this.#result.ok) this.#result = result;
   }
@@ -131,6 +141,12 @@ export class PartnerAuthenticator {
   readonly #keys = new Map<string, KeyObject>();
   /** The credentials last read per partner id; checked against the row by every request. */
   readonly #credentials = new Map<string, PartnerCredentials>();
+  /**
+   * Per partner id, the text a witnessed read last carried (credentialsColumn) and the kept
+   * credentials it was found the same as: the same text again is the same credentials, judged
+   * without parsing it (to_jsonb writes the same row the same way).
+   */
+  readonly #witnessedText = new Map<string, { text: string; kept: PartnerCredentials }>();
   /** Each allow-list's ranges, parsed once per list as kept (a kept credentials object is frozen). */
   readonly #allowLists = new WeakMap<readonly string[], Cidr[]>();
   /**
@@ -213,12 +229,28 @@ export class PartnerAuthenticator {
         const accepted = early;
         const pending = new CredentialCheck(
           id,
-          (seen) => {
+          (seen, text) => {
             this.#remember(id, seen);
+            const kept = this.#credentials.get(id);
+            if (text !== undefined && kept !== undefined) {
+              if (this.#witnessedText.size >= 10_000) this.#witnessedText.clear();
+              this.#witnessedText.set(id, { text, kept });
+            }
             if (seen !== undefined && sameCredentials(seen, judgedBy)) return withLimits(accepted, seen);
             return this.#judge(seen, canonical, sigBytes, req.clientIp);
           },
           async () => (await readCredentials(this.#db, id)).partner,
+          // The text of the credentials this request was judged by, still the ones kept: the
+          // statement saw them unchanged, budgets included.
+          (value) => {
+            const witnessed = this.#witnessedText.get(id);
+            return witnessed !== undefined &&
+              witnessed.text === value &&
+              witnessed.kept === judgedBy &&
+              this.#credentials.get(id) === judgedBy
+              ? withLimits(accepted, judgedBy)
+              : undefined;
+          },
         );
         return { ...accepted, pending };
       }
@@ -348,6 +380,7 @@ export class PartnerAuthenticator {
     // Only partners that exist are kept, so unknown ids sent at random cannot fill the map.
     if (partner === undefined) {
       this.#credentials.delete(id);
+      this.#witnessedText.delete(id);
       return;
     }
     // A row read again as it was (every witnessed read sees it) leaves the kept object in place,
