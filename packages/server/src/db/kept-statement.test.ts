@@ -107,6 +107,40 @@ test("a kept statement is built once per shape and per set of plugins; a transac
   assert.equal(builds, 4);
 });
 
+test("a kept statement runs on a transaction's connection in it, and fails as the statement built at each run", async () => {
+  const kept = new KeptStatement<ItemParams, { id: number; name: string }>(items);
+  const values = { min: 9, tags: [], limit: 10 };
+  const rolledBack = new Error("rolled back");
+  await assert.rejects(
+    database.db.transaction().execute(async (tx) => {
+      await sql`INSERT INTO kept_items VALUES (9, 'nine', 'a', true)`.execute(tx);
+      assert.deepEqual(
+        (await kept.execute(tx, values)).map((r) => r.id),
+        [9],
+      );
+      // Outside it, the row is not written yet (on PGlite the one connection is the transaction's).
+      if (database.kind === "postgres") assert.deepEqual(await kept.execute(database.db, values), []);
+      throw rolledBack;
+    }),
+    (err) => err === rolledBack,
+  );
+  assert.deepEqual(await kept.execute(database.db, values), []);
+  const quotient = (db: Untyped, p: { d: number }) =>
+    db.selectFrom("kept_items").select(sql`1 / ${p.d}::int`.as("q"));
+  const failing = new KeptStatement<{ d: number }, unknown>(quotient);
+  const code = async (run: Promise<unknown>) => {
+    try {
+      await run;
+      return "none";
+    } catch (err) {
+      return (err as { code?: unknown }).code;
+    }
+  };
+  assert.equal(await code(failing.execute(database.db, { d: 0 })), "22012");
+  assert.equal(await code(quotient(database.db, { d: 0 }).execute()), "22012");
+  assert.equal((await failing.execute(database.db, { d: 1 })).length, 4);
+});
+
 test("a build that computes with a parameter or branches on it is refused at its first run", async () => {
   const computed = new KeptStatement<{ page: number; size: number }, unknown>((db: Untyped, p) =>
     db
