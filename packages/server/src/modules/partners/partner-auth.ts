@@ -87,7 +87,7 @@ export class CredentialCheck implements CredentialWitness {
     partnerId: string,
     confirm: (seen: PartnerCredentials | undefined, text?: string) => AuthResult,
     read: () => Promise<PartnerCredentials | undefined>,
-    unchanged: (value: unknown) => AuthResult | undefined = () => undefined,
+    unchanged: (value: unknown) => AuthResult | undefined,
   ) {
     this.partnerId = partnerId;
     this.#confirm = confirm;
