@@ -22,8 +22,10 @@ export const DatetimeQuery = Type.String({
 });
 
 /**
- * A query datetime as PostgreSQL timestamptz text, or null when it is not a real instant (e.g. a
- * 30th of February). Offsets are kept; without one the value is UTC. Microseconds are kept.
+ * A query datetime as PostgreSQL timestamptz text in UTC, or null when it is not a real instant
+ * (e.g. a 30th of February). Without an offset the value is UTC; with one (ISO 8601 allows up to
+ * ±23:59) it is moved to UTC here, since PostgreSQL refuses a displacement past ±15:59 (a 500 until
+ * 30 November). Microseconds are kept.
  */
 export function queryDatetime(value: string): string | null {
   const m =
@@ -39,14 +41,19 @@ export function queryDatetime(value: string): string | null {
   if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day)
     return null;
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return null;
-  const offset =
-    zone.toUpperCase() === "Z"
-      ? "+00:00"
-      : zone.includes(":")
-        ? zone
-        : `${zone.slice(0, 3)}:${zone.slice(3)}`;
-  if (Number(offset.slice(1, 3)) > 23 || Number(offset.slice(4, 6)) > 59) return null;
-  return `${y}-${mo}-${d} ${h}:${mi}:${s}.${frac.padEnd(6, "0")}${offset}`;
+  const offset = zone.toUpperCase() === "Z" ? "+0000" : zone.replace(":", "");
+  const offsetHours = Number(offset.slice(1, 3));
+  const offsetMinutes = Number(offset.slice(3, 5));
+  if (offsetHours > 23 || offsetMinutes > 59) return null;
+  const east = (offset.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetMinutes);
+  // Years below 100 never get here (Date.UTC reads them as 19xx, refused above); the instant may
+  // still fall in year 99 or 10000, which PostgreSQL reads as written.
+  const utc = new Date(date.getTime() + ((Number(h) * 60 + Number(mi) - east) * 60 + Number(s)) * 1000);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return (
+    `${String(utc.getUTCFullYear()).padStart(4, "0")}-${two(utc.getUTCMonth() + 1)}-${two(utc.getUTCDate())} ` +
+    `${two(utc.getUTCHours())}:${two(utc.getUTCMinutes())}:${two(utc.getUTCSeconds())}.${frac.padEnd(6, "0")}+00:00`
+  );
 }
 
 /** A from/to datetime query parameter as timestamptz text; a 422 at ["query", name] when unreadable. */

@@ -198,6 +198,7 @@ describe("orders: the list's total", () => {
       since2000: await total("?from_datetime=2000-01-01"),
       c1Until2100: await total("?partner_client_id=client-1&status=completed&to_datetime=2100-01-01"),
       firstToLast: await total(`?from_datetime=${t.first}&to_datetime=${t.last}`),
+      widest: await total("?from_datetime=0100-01-01&to_datetime=9999-12-31T23:59:59-23:59"),
       // Ranges that leave out less time than they keep (one order on a side, by a microsecond):
       // the kept count less the orders left out, counted.
       fromSecond: await total(`?from_datetime=${t.second}`),
@@ -209,6 +210,7 @@ describe("orders: the list's total", () => {
       // Ranges that keep less time than they leave out: counted.
       firstOnly: await total(`?from_datetime=${t.first}&to_datetime=${t.first}`),
       until2000: await total("?to_datetime=2000-01-01"),
+      fromTheLastDate: await total("?from_datetime=9999-12-31T23:59:59-23:59"),
       // A range that ends before it starts holds nothing (counted, never the counts less both sides).
       backwards: await total(`?from_datetime=${t.before_last}&to_datetime=${t.second}`),
     });
@@ -220,6 +222,8 @@ describe("orders: the list's total", () => {
     assert.equal(before.secondToBeforeLast, before.all - 2);
     assert.equal(before.firstOnly, 1);
     assert.equal(before.until2000, 0);
+    assert.equal(before.fromTheLastDate, 0);
+    assert.equal(before.widest, before.all);
     assert.equal(before.backwards, 0);
     // The first order was client-1's deposit, completed: the range leaves out that one.
     assert.ok(before.c1CompletedFromSecond > 0);
@@ -244,6 +248,7 @@ describe("orders: the list's total", () => {
         "since2000",
         "c1Until2100",
         "firstToLast",
+        "widest",
         "fromSecond",
         "untilBeforeLast",
         "secondToBeforeLast",
