@@ -118,6 +118,16 @@ export function adminTradingRoutes(app: FastifyInstance, { tradingAdmin }: Admin
         decimal(v, f, (x) => x > 0n, "a decimal > 0 with at most 8 places");
       const b = request.body;
       const at = b.at === undefined ? null : Date.parse(b.at);
+      // The schema's date-time takes a leap second (23:59:60), which is no instant here.
+      if (at !== null && !Number.isFinite(at)) {
+        throw validationError([
+          {
+            loc: ["body", "at"],
+            msg: "Input should be a valid datetime",
+            type: "datetime_from_date_parsing",
+          },
+        ]);
+      }
       return unwrap(
         await tradingAdmin.setPrice(
           request.params.pair_id,

@@ -156,6 +156,19 @@ describe("price resume with PRICE_FEED=manual", () => {
     assert.equal((await quote(ctx)).json().code, 4001, "still stale: nothing re-stamped the old price");
     // A pair that does not exist is a 404 here too.
     assert.equal((await ctx.adminRequest("POST", "/admin/pairs/NOPE-AED/resume")).statusCode, 404);
+    // A time the schema takes but that is no instant (a leap second) is a 422 in our words, and
+    // pins nothing.
+    const leap = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      at: "2026-06-30T23:59:60Z",
+      reason: "test set-up",
+    });
+    assert.equal(leap.statusCode, 422, leap.body);
+    assert.deepEqual(leap.json().msg_detail, [
+      { loc: ["body", "at"], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
+    ]);
+    assert.deepEqual(await pairRow(ctx), pinned);
     // Setting the price by hand is the way to trade again.
     const set = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "350000",
