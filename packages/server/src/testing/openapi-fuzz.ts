@@ -525,6 +525,19 @@ function fitsTypes(value: unknown, types: Set<string>): boolean {
   return types.has(t) || (t === "integer" && types.has("number"));
 }
 
+/**
+ * Datetimes ISO 8601 and JSON Schema's date-time allow, at the edges of what PostgreSQL and
+ * JavaScript take: offsets past PostgreSQL's ±15:59, instants in years 99 and 10000 once moved to
+ * UTC, a leap second. Offered to every field whose format or pattern takes them; a 5xx is a find.
+ */
+const edgeDatetimes = [
+  "2026-01-02T03:04:05-23:59",
+  "2026-01-02T03:04:05+16:00",
+  "9999-12-31T23:59:59-23:59",
+  "0100-01-01T00:00:00+23:59",
+  "2026-06-30T23:59:60Z",
+];
+
 const invalidDates = [
   "2026-02-30",
   "2026-13-01",
@@ -594,6 +607,13 @@ export function invalidArbitrary(schema: JsonSchema, doc: OpenApiDocument): fc.A
     }
     if (str.format === "date" || str.format === "date-time") {
       choices.push(fc.constantFrom(...invalidDates).map((value) => ({ label: "invalid date", value })));
+    }
+    const edges = edgeDatetimes.filter(
+      (v) =>
+        str.format === "date-time" || (str.pattern !== undefined && new RegExp(str.pattern, "u").test(v)),
+    );
+    if (edges.length > 0) {
+      choices.push(fc.constantFrom(...edges).map((value) => ({ label: "edge datetime", value })));
     }
     if (str.format === "email") {
       choices.push(fc.constantFrom(...invalidEmails).map((value) => ({ label: "invalid e-mail", value })));
