@@ -8,7 +8,27 @@ import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
 
 // ajv-formats ships CommonJS with a default export object.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv, formats?: string[]) => Ajv;
+const addFormats = addFormatsModule as unknown as ((ajv: Ajv, formats?: string[]) => Ajv) & {
+  get: (format: "date-time") => { validate: (text: string) => boolean };
+};
+
+// The earliest and latest instants a date-time field may name (UTC years 1 to 9999).
+const firstInstant = Date.parse("0001-01-01T00:00:00Z");
+const lastInstant = Date.parse("9999-12-31T23:59:59.999Z");
+const rfc3339 = addFormats.get("date-time").validate;
+
+/**
+ * JSON Schema's date-time (RFC 3339, an offset required), narrowed to what the service can hold:
+ * an instant JavaScript represents (RFC 3339 takes a leap second, 23:59:60, which no Date holds:
+ * a 500 on an admin price until 30 November), in UTC years 1 to 9999 (PostgreSQL has no year 0, and
+ * JavaScript writes year 10000 as +010000, which PostgreSQL refuses). Anything else is the field's
+ * usual 422, "Input should be a valid datetime".
+ */
+export function isInstant(text: string): boolean {
+  if (!rfc3339(text)) return false;
+  const ms = Date.parse(text);
+  return ms >= firstInstant && ms <= lastInstant;
+}
 
 // verbose: errors carry their parentSchema, where a rule's own 422 `type` and `msg` (x-error) live.
 const common: Options = {
@@ -21,7 +41,8 @@ const common: Options = {
 const bodyAjv = new Ajv({ ...common, coerceTypes: false });
 const textAjv = new Ajv({ ...common, coerceTypes: "array" });
 for (const ajv of [bodyAjv, textAjv]) {
-  addFormats(ajv, ["date", "date-time", "email", "uuid"]);
+  addFormats(ajv, ["date", "email", "uuid"]);
+  ajv.addFormat("date-time", { type: "string", validate: isInstant });
   // Pydantic-style keywords that carry the 422 `type` and `msg` of a custom rule.
   ajv.addKeyword({ keyword: "x-error", schemaType: "object" });
 }
@@ -57,6 +78,8 @@ interface JsonSchema {
   properties?: Record<string, JsonSchema>;
   items?: JsonSchema;
   anyOf?: JsonSchema[];
+  minimum?: number;
+  maximum?: number;
 }
 
 const integerText = /^-?[0-9]+$/;
@@ -67,31 +90,71 @@ const isInteger = (s: JsonSchema | undefined): boolean =>
     (Array.isArray(s.type) && s.type.includes("integer")) ||
     (s.anyOf ?? []).some(isInteger));
 
+interface IntegerProperty {
+  name: string;
+  list: boolean;
+  /** The schema's own bounds, within what a JavaScript number holds exactly. */
+  minimum: number;
+  maximum: number;
+}
+
+/** The integer schema itself: the property's, its items', or an integer alternative of anyOf. */
+function integerSchema(s: JsonSchema | undefined): JsonSchema | undefined {
+  if (s === undefined) return undefined;
+  if (s.type === "integer" || (Array.isArray(s.type) && s.type.includes("integer"))) return s;
+  return (s.anyOf ?? []).map(integerSchema).find((i) => i !== undefined);
+}
+
 /** The top-level properties of a query, path or header schema that take integers (or lists of them). */
-function integerProperties(schema: JsonSchema): { name: string; list: boolean }[] {
-  const out: { name: string; list: boolean }[] = [];
+function integerProperties(schema: JsonSchema): IntegerProperty[] {
+  const out: IntegerProperty[] = [];
   for (const [name, prop] of Object.entries(schema.properties ?? {})) {
-    if (isInteger(prop)) out.push({ name, list: false });
-    else if (isInteger(prop.items)) out.push({ name, list: true });
+    const list = !isInteger(prop) && isInteger(prop.items);
+    const own = integerSchema(list ? prop.items : prop);
+    if (own === undefined) continue;
+    out.push({
+      name,
+      list,
+      minimum: Math.max(own.minimum ?? Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER),
+      maximum: Math.min(own.maximum ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    });
   }
   return out;
 }
 
-/** An Ajv-shaped type error for every text value of an integer property that is not plain digits. */
-function looseIntegers(integers: { name: string; list: boolean }[], data: unknown): ErrorObject[] {
+/**
+ * An Ajv-shaped error for every text value of an integer property that is not plain digits (type),
+ * or whose digits no JavaScript number holds exactly (maximum or minimum: Ajv would read
+ * "99999999999999999999" as 1e20, an integer to it, and the database would then be asked for the
+ * bigint "1e+20", a 500 until 30 November).
+ */
+function looseIntegers(integers: IntegerProperty[], data: unknown): ErrorObject[] {
   if (data === null || typeof data !== "object") return [];
   const errors: ErrorObject[] = [];
-  for (const { name, list } of integers) {
+  for (const { name, list, minimum, maximum } of integers) {
     const value = (data as Record<string, unknown>)[name];
     const values = Array.isArray(value) ? value : [value];
     values.forEach((v, i) => {
-      if (typeof v !== "string" || integerText.test(v)) return;
+      if (typeof v !== "string") return;
       const pointer = `/${name.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+      const instancePath = list && Array.isArray(value) ? `${pointer}/${i}` : pointer;
+      if (!integerText.test(v)) {
+        errors.push({
+          keyword: "type",
+          instancePath,
+          schemaPath: `#/properties/${name}/type`,
+          params: { type: "integer" },
+        });
+        return;
+      }
+      const n = Number(v);
+      if (Number.isSafeInteger(n)) return;
+      const over = n > 0;
       errors.push({
-        keyword: "type",
-        instancePath: list && Array.isArray(value) ? `${pointer}/${i}` : pointer,
-        schemaPath: `#/properties/${name}/type`,
-        params: { type: "integer" },
+        keyword: over ? "maximum" : "minimum",
+        instancePath,
+        schemaPath: `#/properties/${name}/${over ? "maximum" : "minimum"}`,
+        params: over ? { comparison: "<=", limit: maximum } : { comparison: ">=", limit: minimum },
       });
     });
   }

@@ -1,9 +1,9 @@
 // Admin API for the catalog's assets and the ledger check.
 
-import { parseDecimal } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { auditNote } from "../../http/admin-access.ts";
+import { decimalField } from "../../http/amount.ts";
 import { validationError } from "../../http/http-error.ts";
 import {
   type AssetChanges,
@@ -37,17 +37,12 @@ export function adminMoneyRoutes(app: FastifyInstance, { catalogAdmin, ledgerAdm
       if (usd_rate !== undefined) {
         if (usd_rate === null) changes.usd_rate = null;
         else {
-          const rate = parseDecimal(usd_rate);
-          if (rate === null || rate <= 0n) {
-            throw validationError([
-              {
-                loc: ["body", "usd_rate"],
-                msg: "Input should be a decimal > 0 with at most 8 places",
-                type: "decimal_parsing",
-              },
-            ]);
-          }
-          changes.usd_rate = rate;
+          changes.usd_rate = decimalField(
+            usd_rate,
+            ["body", "usd_rate"],
+            (v) => v > 0n,
+            "a decimal > 0 with at most 8 places",
+          );
         }
       }
       const result = await catalogAdmin.upsertAsset(request.params.asset_id, changes, auditNote(request));

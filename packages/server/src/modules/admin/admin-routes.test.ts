@@ -122,6 +122,73 @@ describe("admin API", () => {
     assert.equal((await ctx.adminRequest("PUT", "/admin/assets/EUR", { decimal_places: 9 })).statusCode, 422);
   });
 
+  test("what the admin fuzz found: each a 422 in our words, or a 200, that changes nothing it should not", async () => {
+    const tables = async () => ({
+      assets: await ctx.services.database.db.selectFrom("assets").selectAll().orderBy("id").execute(),
+      pairs: await ctx.services.database.db.selectFrom("asset_pairs").selectAll().orderBy("id").execute(),
+      partnerPairs: await ctx.services.database.db.selectFrom("partner_pairs").selectAll().execute(),
+    });
+    const over = (loc: string[]) => [
+      { loc, msg: "Input should be less than or equal to 1000000000000000", type: "less_than_equal" },
+    ];
+    const before = await tables();
+    // Decimals past NUMERIC(38,8) (numeric field overflow, a 500): every admin decimal takes the
+    // bound of an amount.
+    for (const [url, body, loc] of [
+      ["/admin/assets/USDT", { usd_rate: "99999999999999999999999999999999999999" }, ["body", "usd_rate"]],
+      ["/admin/pairs/BTC-AED/price", { buy: "1e30", sell: "1", reason: "test" }, ["body", "buy"]],
+      ["/admin/pairs/BTC-AED", { max_volume: "1000000000000000.00000001" }, ["body", "max_volume"]],
+    ] as const) {
+      const res = await ctx.adminRequest("PUT", url, body);
+      assert.equal(res.statusCode, 422, `${url}: ${res.body}`);
+      assert.deepEqual(res.json().msg_detail, over([...loc]));
+    }
+    // The bound itself is taken.
+    const atBound = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED", { max_volume: "1000000000000000" });
+    assert.equal(atBound.statusCode, 200, atBound.body);
+    assert.equal(atBound.json().result.max_volume, "1000000000000000.00000000");
+    const restored = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED", {
+      max_volume: before.pairs.find((p) => p.id === "BTC-AED")!.max_volume,
+    });
+    assert.equal(restored.statusCode, 200, restored.body);
+    // Ids past what a JavaScript number holds exactly (Ajv read them as 1e38, the database was asked
+    // for the bigint "1e+38", a 500): a 422 at the parameter.
+    const huge = "99999999999999999999999999999999999999";
+    for (const [url, loc] of [
+      [`/admin/orders/${huge}`, ["path", "order_id"]],
+      [`/console/orders/${huge}`, ["path", "order_id"]],
+      [`/console/documents/${huge}/front`, ["path", "document_id"]],
+      [`/admin/orders?after_id=${huge}`, ["query", "after_id"]],
+    ] as const) {
+      const res = await ctx.adminRequest("GET", url);
+      assert.equal(res.statusCode, 422, `${url}: ${res.body}`);
+      assert.deepEqual(res.json().msg_detail, [
+        {
+          loc: [...loc],
+          msg: "Input should be less than or equal to 9007199254740991",
+          type: "less_than_equal",
+        },
+      ]);
+    }
+    // The largest exact one is an id like any other: no such order.
+    assert.equal((await ctx.adminRequest("GET", "/admin/orders/9007199254740991")).statusCode, 404);
+    assert.deepEqual(await tables(), before);
+    // A partner's pair settings with nothing to change (an empty SET, a syntax error and a 500):
+    // created with the defaults the first time, the same row after.
+    const url = `/admin/partners/${ctx.partner.id}/pairs/BTC-AED`;
+    const first = await ctx.adminRequest("PUT", url, {});
+    assert.equal(first.statusCode, 200, first.body);
+    const second = await ctx.adminRequest("PUT", url, {});
+    assert.equal(second.statusCode, 200, second.body);
+    assert.deepEqual(second.json(), first.json());
+    assert.deepEqual(first.json().result, {
+      partner_id: ctx.partner.id,
+      pair_id: "BTC-AED",
+      available: true,
+      fee_rate: null,
+    });
+  });
+
   test("the ledger check reports clean, then the account that was tampered with", async () => {
     // A client account of the test's own to tamper with, whatever ran before.
     await insertClient(ctx.services.database.db, ctx.partner.id, 2);

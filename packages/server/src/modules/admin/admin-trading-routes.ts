@@ -1,10 +1,11 @@
 // Admin API for trading: pair settings, prices by hand and back to the feed, per-partner pair
 // availability and fee rates, the partner's default fee rate and VAT percentage.
 
-import { type FieldError, ONE, parseDecimal } from "@counterpart/protocol";
+import { ONE } from "@counterpart/protocol";
 import type { FastifyInstance } from "fastify";
 import { Type } from "typebox";
 import { auditNote, reasonRequired } from "../../http/admin-access.ts";
+import { decimalField } from "../../http/amount.ts";
 import { HttpError, validationError } from "../../http/http-error.ts";
 import { isUuid } from "../../platform/uuid.ts";
 import {
@@ -22,18 +23,8 @@ import {
 const PairParams = Type.Object({ pair_id: Type.String({ maxLength: 32 }) });
 const OnePair = Type.Object({ result: AdminPairSchema });
 
-function decimal(value: string, field: string, rule: (v: bigint) => boolean, ruleText: string): bigint {
-  const v = parseDecimal(value);
-  if (v === null || !rule(v)) {
-    const detail: FieldError = {
-      loc: ["body", field],
-      msg: `Input should be ${ruleText}`,
-      type: "decimal_parsing",
-    };
-    throw validationError([detail]);
-  }
-  return v;
-}
+const decimal = (value: string, field: string, rule: (v: bigint) => boolean, ruleText: string): bigint =>
+  decimalField(value, ["body", field], rule, ruleText);
 
 const rate = (value: string, field: string) =>
   decimal(value, field, (v) => v >= 0n && v < ONE, "a decimal from 0 (inclusive) to 1 (exclusive)");
@@ -117,17 +108,8 @@ export function adminTradingRoutes(app: FastifyInstance, { tradingAdmin }: Admin
       const positive = (v: string, f: string) =>
         decimal(v, f, (x) => x > 0n, "a decimal > 0 with at most 8 places");
       const b = request.body;
+      // The schema's date-time is an instant in years 1 to 9999 (http/validation.ts, isInstant).
       const at = b.at === undefined ? null : Date.parse(b.at);
-      // The schema's date-time takes a leap second (23:59:60), which is no instant here.
-      if (at !== null && !Number.isFinite(at)) {
-        throw validationError([
-          {
-            loc: ["body", "at"],
-            msg: "Input should be a valid datetime",
-            type: "datetime_from_date_parsing",
-          },
-        ]);
-      }
       return unwrap(
         await tradingAdmin.setPrice(
           request.params.pair_id,

@@ -156,19 +156,43 @@ describe("price resume with PRICE_FEED=manual", () => {
     assert.equal((await quote(ctx)).json().code, 4001, "still stale: nothing re-stamped the old price");
     // A pair that does not exist is a 404 here too.
     assert.equal((await ctx.adminRequest("POST", "/admin/pairs/NOPE-AED/resume")).statusCode, 404);
-    // A time the schema takes but that is no instant (a leap second) is a 422 in our words, and
-    // pins nothing.
-    const leap = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-      buy: "350000",
-      sell: "349000",
-      at: "2026-06-30T23:59:60Z",
-      reason: "test set-up",
-    });
-    assert.equal(leap.statusCode, 422, leap.body);
-    assert.deepEqual(leap.json().msg_detail, [
-      { loc: ["body", "at"], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
-    ]);
-    assert.deepEqual(await pairRow(ctx), pinned);
+    // Times RFC 3339 takes that are no instant the service holds are a 422 in our words, and pin
+    // nothing: a leap second (no Date holds it), year 0000 (PostgreSQL has none), and instants past
+    // year 9999 in UTC (JavaScript writes them as +010000, which PostgreSQL refuses). Each was a 500.
+    for (const at of [
+      "2026-06-30T23:59:60Z",
+      "2026-07-01T03:59:60+04:00",
+      "0000-01-01T00:00:00Z",
+      "0001-01-01T00:00:00+00:01",
+      "9999-12-31T23:59:59-00:01",
+      "9999-12-31T23:59:59-23:59",
+    ]) {
+      const refused = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+        buy: "350000",
+        sell: "349000",
+        at,
+        reason: "test set-up",
+      });
+      assert.equal(refused.statusCode, 422, `${at}: ${refused.body}`);
+      assert.deepEqual(refused.json().msg_detail, [
+        { loc: ["body", "at"], msg: "Input should be a valid datetime", type: "datetime_from_date_parsing" },
+      ]);
+      assert.deepEqual(await pairRow(ctx), pinned);
+    }
+    // The first and last instants it names are taken, as that instant.
+    for (const [at, priceAt] of [
+      ["0001-01-01T00:00:00+00:00", "0001-01-01T00:00:00.000000Z"],
+      ["9999-12-31T20:59:59.999+03:00", "9999-12-31T17:59:59.999000Z"],
+    ]) {
+      const edge = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+        buy: "350000",
+        sell: "349000",
+        at,
+        reason: "test set-up",
+      });
+      assert.equal(edge.statusCode, 200, `${at}: ${edge.body}`);
+      assert.equal(edge.json().result.price_at, priceAt);
+    }
     // Setting the price by hand is the way to trade again.
     const set = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "350000",

@@ -133,7 +133,7 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
       const after = cursorParam(q.after_at, q.after_id);
       const fail = (msg: string) => badRequest(reply, ordersPage(session, query, [], null, true, msg));
       if (from === "bad" || to === "bad")
-        return fail("Created from/to must be a date or a time such as 2026-11-01T00:00:00Z.");
+        return fail("Created from/to should be a date or a time such as 2026-11-01T00:00:00Z.");
       if (after === "bad") return fail("This page link is not valid; start again from the newest orders.");
       if (query.partner !== "" && !isUuid(query.partner.toLowerCase()))
         return fail("The partner id is a UUID such as 0b9c3f4e-5d6a-4b7c-8d9e-0f1a2b3c4d5e.");
@@ -266,7 +266,7 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
       const fail = (msg: string) =>
         badRequest(reply, auditFilterPage(session, query, auditTable([]), null, true, msg));
       if (from === "bad" || to === "bad")
-        return fail("From/to must be a date or a time such as 2026-11-01T00:00:00Z.");
+        return fail("From/to should be a date or a time such as 2026-11-01T00:00:00Z.");
       if (after === "bad") return fail("This page link is not valid; start again from the newest entries.");
       const uuidLike = isUuid(query.actor.toLowerCase());
       if (
@@ -275,7 +275,7 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
         !query.actor.includes("@") &&
         !uuidLike
       )
-        return fail("Actor must be an operator's e-mail address or id, token, or system.");
+        return fail("Actor should be an operator's e-mail address or id, token, or system.");
       const nullIfEmpty = (s: string) => (s === "" ? null : s);
       const found = await audit.page(
         {

@@ -120,7 +120,7 @@ describe("the console's record pages", () => {
 
   test("orders: bad filters are a 400 page in our words, and list nothing", async () => {
     for (const [query, words] of [
-      [{ from: "yesterday" }, "Created from/to must be a date"],
+      [{ from: "yesterday" }, "Created from/to should be a date"],
       [{ partner: "not-a-uuid" }, "The partner id is a UUID"],
       [{ client: "client-1" }, "A client id needs its partner id"],
       [{ after_at: "2026-01-01T00:00:00Z" }, "This page link is not valid"],

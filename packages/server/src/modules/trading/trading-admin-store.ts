@@ -118,10 +118,11 @@ export async function upsertPartnerPair(
       ...(fee === undefined ? {} : { fee_rate: fee }),
     })
     .onConflict((oc) =>
-      oc.columns(["partner_id", "pair_id"]).doUpdateSet({
-        ...(s.available === undefined ? {} : { available: s.available }),
+      // Nothing to change still updates (to the same value), so that the row is returned.
+      oc.columns(["partner_id", "pair_id"]).doUpdateSet((eb) => ({
+        available: s.available === undefined ? eb.ref("partner_pairs.available") : s.available,
         ...(fee === undefined ? {} : { fee_rate: fee }),
-      }),
+      })),
     )
     .returningAll()
     .executeTakeFirstOrThrow();
