@@ -2,6 +2,7 @@
 // it. The same FAULT_SEED gives the same faults in the same order, on the same processes, with the
 // same pauses; only how long each heal takes depends on the machine.
 
+import { seededRandom } from "../platform/random.ts";
 import type { FaultKind } from "./history.ts";
 
 export interface Rng {
@@ -10,14 +11,7 @@ export interface Rng {
 }
 
 export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   return { int: (n: number) => Math.floor(next() * n) };
 }
 

@@ -6,8 +6,9 @@ import { after, before, describe, test } from "node:test";
 import type { DatabaseHandle } from "../../db/database.ts";
 import { moneyFromPg } from "../../db/numeric.ts";
 import { ManualClock } from "../../platform/clock.ts";
+import { seededRandom } from "../../platform/random.ts";
 import { openTestDatabase } from "../../testing/harness.ts";
-import { SimulatedPriceFeed, seededRandom } from "./price-feed.ts";
+import { SimulatedPriceFeed } from "./price-feed.ts";
 
 async function prices(database: DatabaseHandle) {
   const rows = await database.db

@@ -7,6 +7,7 @@
 import type { Db } from "../../db/database.ts";
 import { inTransaction, type Tx } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
+import { seededRandom } from "../../platform/random.ts";
 import {
   findPairPrice,
   type PairPrice,
@@ -44,18 +45,6 @@ export interface FeedTick {
 
 /** Runs in the resume's transaction, after the pair is unpinned (the audit trail's entry). */
 export type ResumeHook = (tx: Tx, before: PairPrice, after: PairRow) => Promise<void>;
-
-/** mulberry32: a small, fast, seedable generator; quality is ample for a price simulation. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const stepPpmMax = 1_000n; // at most 0.1% per tick
 const boundPpm = 200_000n; // ±20% around the anchor
