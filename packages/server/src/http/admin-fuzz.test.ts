@@ -143,7 +143,7 @@ function adminDocument(recorded: ReadonlyMap<string, RecordedRoute>): OpenApiDoc
       };
     }
     // The console's root sends the operator on to its first page.
-    if (html) responses["303"] = { description: "see other" };
+    if (url === "/console") responses["303"] = { description: "see other" };
     if (route.responses.size === 0) {
       // A route without a response schema: JSON (or the console's HTML) with whatever it holds.
       responses["200"] = {
