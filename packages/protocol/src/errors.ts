@@ -3,6 +3,7 @@
 // back to names, and docs/errors.md is checked against this table by a test.
 
 export const errorCatalog = {
+  bad_request: { code: 400, status: 400, msg: "Bad Request" },
   unauthorized: { code: 401, status: 401, msg: "Unauthorized" },
   forbidden: { code: 403, status: 403, msg: "Forbidden" },
   not_found: { code: 404, status: 404, msg: "Not Found" },

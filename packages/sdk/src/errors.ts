@@ -170,6 +170,9 @@ export class TimeoutError extends CounterpartError {
 
 /** How to fix a request the service refused with this code. */
 const hints: Record<ErrorName, string> = {
+  bad_request:
+    "the service could not read the HTTP request itself (its request line, target or headers), so no " +
+    "operation saw it; nothing was applied; check any proxy between and the SDK version",
   unauthorized:
     "check the partner id, that the private key matches the public key registered with the service, " +
     "that this machine's clock is right (the timestamp must be within 60 seconds and not in the future), " +

@@ -1,10 +1,10 @@
-// Error bodies of docs/reference.md §7 and docs/decisions.md "Responses the contract leaves open": 404, 405, 413, 422, 431,
+// Error bodies of docs/reference.md §7 and docs/decisions.md "Responses the contract leaves open": 400, 404, 405, 413, 422, 431,
 // 500 and 503 exactly as specified, and bad input of every kind answered without a crash or a
 // stack trace.
 
 import assert from "node:assert/strict";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { signRequest } from "@counterpart/protocol";
 import { Type } from "typebox";
@@ -319,6 +319,36 @@ describe("error responses", () => {
     });
     assert.equal(announced.status, 413);
     assert.deepEqual(JSON.parse(announced.body), { code: 413, msg: "Payload Too Large", msg_detail: null });
+  });
+
+  test("400 bad_request for HTTP no route can read, on a real socket, and the process answers after", async () => {
+    if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = ctx.app.server.address() as AddressInfo;
+    const raw = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, "127.0.0.1", () => socket.end(bytes));
+        let answer = "";
+        socket.setEncoding("latin1");
+        socket.on("data", (c) => (answer += c));
+        socket.on("end", () => resolve(answer));
+        socket.on("error", reject);
+        socket.setTimeout(10_000, () => socket.destroy(new Error("no answer within 10 s")));
+      });
+    for (const request of [
+      "GET -v1/public/assets HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET v1/public/assets HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET /v1/public/assets HTTP/9.9\r\nHost: x\r\n\r\n",
+      "GET /v1/public/assets HTTP/1.1\r\nHo st: x\r\n\r\n",
+      "\u0000\u0001\u0002 garbage\r\n\r\n",
+    ]) {
+      const answer = await raw(request);
+      const [head = "", body] = answer.split("\r\n\r\n");
+      assert.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, JSON.stringify(request));
+      assert.match(head, /\r\nConnection: close\r\n/i);
+      assert.deepEqual(JSON.parse(body ?? ""), { code: 400, msg: "Bad Request", msg_detail: null });
+    }
+    const res = await fetch(`http://127.0.0.1:${port}/v1/public/assets`);
+    assert.equal(res.status, 200);
   });
 
   test("malformed paths, queries and headers never crash the process", async () => {

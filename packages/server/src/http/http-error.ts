@@ -97,14 +97,6 @@ function rawErrorResponse(name: ErrorName): string {
   );
 }
 
-const badRequestResponse = (() => {
-  const body = '{"code":400,"msg":"Bad Request","msg_detail":null}';
-  return (
-    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n" +
-    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\n\r\n${body}`
-  );
-})();
-
 /**
  * Node's `clientError`: requests that never reach routing (malformed HTTP: 400; headers over the
  * limit: 431) and requests not received in full in time (408: the headers or the whole request
@@ -124,7 +116,7 @@ export function clientErrorHandler(err: Error, socket: Socket): void {
       ? rawErrorResponse("request_timeout")
       : code === "HPE_HEADER_OVERFLOW"
         ? rawErrorResponse("headers_too_large")
-        : badRequestResponse;
+        : rawErrorResponse("bad_request");
   socket.end(response);
   // A client that does not read its answer must not hold the socket either.
   socket.setTimeout(1_000, () => socket.destroy());

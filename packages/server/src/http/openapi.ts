@@ -178,6 +178,7 @@ Public endpoints (\`/v1/public/…\` and document download links) take no signat
 
 Every error is a JSON object \`{code, msg, msg_detail}\` (ErrorBody); a 422 carries the list of field errors (ValidationError). Each operation lists the errors it can return. Besides those:
 
+- 400 \`Bad Request\`: HTTP that cannot be read as a request (a malformed request line or header, a target that is not a path beginning with \`/\`), answered before any route; the connection is closed;
 - 404 \`Not Found\`: an unknown path (in the \`/v1/partner\` space, after authentication);
 - 405 \`Method Not Allowed\`: a known path asked with a method it does not serve;
 - 408 \`Request Timeout\`: headers not received within ${limits.requestHeadersTimeoutMs / 1000} s, or the whole request within ${limits.requestReceiveTimeoutMs / 1000} s; the connection is closed;

@@ -1907,8 +1907,11 @@ export class ResponseChecker {
     // A target that is not of this operation's shape (an empty or an extra segment) asks for
     // no operation: 404 is the documented answer to that (docs/errors.md).
     const elsewhere = !matchesTemplate(op.path, sent.target) && status === 404;
+    // A target that is not a path (origin-form, from `/`) is HTTP that no route reads: 400 Bad
+    // Request, before any operation (docs/errors.md, bad_request).
+    const unreadable = !sent.target.startsWith("/") && status === 400;
     const documented = op.operation.responses[String(status)];
-    if (documented === undefined && !elsewhere)
+    if (documented === undefined && !elsewhere && !unreadable)
       problems.push(`status ${status} is not documented for ${op.id}`);
     const sentText = `${sent.target}\n${sent.body.toString("utf8")}`;
     const prose = proseOf(text);
