@@ -22,6 +22,7 @@ import { clientPayload } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
 import {
   type DocumentedOperation,
+  datetimeTexts,
   decimalTexts,
   documentedOperations,
   type JsonSchema,
@@ -207,21 +208,8 @@ const ipTexts = fc.constantFrom(
   "",
 );
 
-/** Times around the test clock's day, as a date or a datetime with or without an offset. */
-const aroundNow = fc
-  .tuple(
-    fc.date({
-      min: new Date(Date.UTC(2026, 10, 20)),
-      max: new Date(Date.UTC(2026, 10, 23)),
-      noInvalidDate: true,
-    }),
-    fc.constantFrom(
-      (iso: string) => iso,
-      (iso: string) => iso.slice(0, 10),
-      (iso: string) => `${iso.slice(0, 19)}+04:00`,
-    ),
-  )
-  .map(([d, form]) => form(d.toISOString()));
+/** Times around the test clock's day (testing/harness.ts). */
+const aroundNow = datetimeTexts(new Date(Date.UTC(2026, 10, 20)), new Date(Date.UTC(2026, 10, 23)));
 
 function hint(name: string | undefined, _schema: JsonSchema): fc.Arbitrary<unknown> | undefined {
   const from = (values: readonly string[]) => (values.length === 0 ? undefined : fc.constantFrom(...values));
@@ -338,7 +326,8 @@ describe("fuzzing every route of the admin API over HTTP", { timeout: 60 * 60_00
       const keys = (await call("GET", `/admin/partners/${partner.id}/keys`)).items as { id: string }[];
       known.keys.push(...keys.map((k) => String(k.id)));
     }
-    known.publicKeys = [generateKeyPair().publicKeyPem, generateKeyPair().publicKeyPem];
+    // Keys not yet registered: a partner's key is taken once, so valid additions need fresh ones.
+    known.publicKeys = Array.from({ length: 24 }, () => generateKeyPair().publicKeyPem);
     known.assets = (
       (await ctx.signed({ method: "GET", url: "/v1/public/assets" })).json().items as { id: string }[]
     ).map((a) => a.id);

@@ -24,6 +24,7 @@ import { clientPayload, insertClient, sampleFile } from "../testing/fixtures.ts"
 import { startTestContext, type TestContext, type TestPartner } from "../testing/harness.ts";
 import {
   type DocumentedOperation,
+  datetimeTexts,
   decimalTexts,
   documentedOperations,
   type JsonSchema,
@@ -100,24 +101,8 @@ const known: Known = {
 /** JSON bodies the service accepted during setup, by operation id. */
 const examples = new Map<string, Record<string, unknown>[]>();
 
-/** Datetimes around the test clock's day, in the forms a partner may send. */
-const datetimeText = fc
-  .tuple(
-    fc.date({
-      min: new Date(Date.UTC(2026, 10, 20)),
-      max: new Date(Date.UTC(2026, 10, 23)),
-      noInvalidDate: true,
-    }),
-    fc.constantFrom(
-      (iso: string) => iso,
-      (iso: string) => iso.slice(0, 10),
-      (iso: string) => iso.slice(0, 19),
-      (iso: string) => `${iso.slice(0, 19)}+04:00`,
-      (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}`,
-      (iso: string) => `${iso.slice(0, 23)}456Z`,
-    ),
-  )
-  .map(([d, form]) => form(d.toISOString()));
+/** Datetimes around the test clock's day (testing/harness.ts), in the forms a partner may send. */
+const datetimeText = datetimeTexts(new Date(Date.UTC(2026, 10, 20)), new Date(Date.UTC(2026, 10, 23)));
 
 /** Hints for the translator: what exists, and the text a schema cannot describe. */
 function hint(name: string | undefined, schema: JsonSchema): fc.Arbitrary<unknown> | undefined {

@@ -397,6 +397,23 @@ function stringArbitrary(s: JsonSchema): fc.Arbitrary<string> {
   }
 }
 
+/** Datetimes between `min` and `max`, in the forms a caller may send: with Z, an offset, or none; a date alone; microseconds. */
+export function datetimeTexts(min: Date, max: Date): fc.Arbitrary<string> {
+  return fc
+    .tuple(
+      fc.date({ min, max, noInvalidDate: true }),
+      fc.constantFrom(
+        (iso: string) => iso,
+        (iso: string) => iso.slice(0, 10),
+        (iso: string) => iso.slice(0, 19),
+        (iso: string) => `${iso.slice(0, 19)}+04:00`,
+        (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)}`,
+        (iso: string) => `${iso.slice(0, 23)}456Z`,
+      ),
+    )
+    .map(([d, form]) => form(d.toISOString()));
+}
+
 /** Decimal strings: mostly valid amounts of every size and notation, and the tricky ones. */
 export const decimalTexts: fc.Arbitrary<string> = fc.oneof(
   {
