@@ -34,6 +34,7 @@ export {
   type EventType,
   type WebhookDelivery,
   type WebhookEndpoint,
+  type WebhookHeaders,
   type WebhookKey,
   Webhooks,
   type WebhookVerification,
