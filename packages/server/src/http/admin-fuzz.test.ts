@@ -289,7 +289,10 @@ describe("fuzzing every route of the admin API over HTTP", { timeout: 60 * 60_00
 
   before(async () => {
     ctx = await startTestContext({
+      // A price feed (not ticking: the test drives no background jobs), so that a pair handed back
+      // to it is priced by it: the resume route gets past its refusal.
       env: {
+        PRICE_FEED: "simulated",
         QUOTE_LIFETIME_S: "3600",
         PRICE_STALE_AFTER_S: "86400",
         WEBHOOK_ALLOW_PRIVATE: "true",
