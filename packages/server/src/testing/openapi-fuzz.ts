@@ -374,7 +374,24 @@ function textArbitrary(min: number, max: number): fc.Arbitrary<string> {
 
 const dateRange = { min: new Date(Date.UTC(1900, 0, 1)), max: new Date(Date.UTC(2100, 11, 31)) };
 const isoDate = fc.date({ ...dateRange, noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
-const isoDateTime = fc.date({ ...dateRange, noInvalidDate: true }).map((d) => d.toISOString());
+/**
+ * Date-times that RFC 3339 writes but that are at or past the edge of what a service can hold: year
+ * 0000 (PostgreSQL has no year 0), a leap second (no Date holds it), offsets that carry an instant
+ * into year 0000 or 10000 (JavaScript writes year 10000 as +010000). Offered among valid values, so
+ * that a request otherwise valid carries them to the code behind the schema.
+ */
+const rfc3339Extremes = [
+  "0000-01-01T00:00:00Z",
+  "0001-01-01T00:00:00Z",
+  "0001-01-01T00:00:00+00:01",
+  "9999-12-31T23:59:59Z",
+  "9999-12-31T23:59:59-00:01",
+  "2026-06-30T23:59:60Z",
+];
+const isoDateTime = fc.oneof(
+  { weight: 19, arbitrary: fc.date({ ...dateRange, noInvalidDate: true }).map((d) => d.toISOString()) },
+  { weight: 1, arbitrary: fc.constantFrom(...rfc3339Extremes) },
+);
 
 function stringArbitrary(s: JsonSchema): fc.Arbitrary<string> {
   const min = s.minLength ?? 0;
@@ -397,9 +414,12 @@ function stringArbitrary(s: JsonSchema): fc.Arbitrary<string> {
   }
 }
 
-/** Datetimes between `min` and `max`, in the forms a caller may send: with Z, an offset, or none; a date alone; microseconds. */
+/**
+ * Datetimes between `min` and `max`, in the forms a caller may send: with Z, an offset, or none; a
+ * date alone; microseconds. One in twenty is one of the RFC 3339 extremes instead.
+ */
 export function datetimeTexts(min: Date, max: Date): fc.Arbitrary<string> {
-  return fc
+  const within = fc
     .tuple(
       fc.date({ min, max, noInvalidDate: true }),
       fc.constantFrom(
@@ -412,6 +432,10 @@ export function datetimeTexts(min: Date, max: Date): fc.Arbitrary<string> {
       ),
     )
     .map(([d, form]) => form(d.toISOString()));
+  return fc.oneof(
+    { weight: 19, arbitrary: within },
+    { weight: 1, arbitrary: fc.constantFrom(...rfc3339Extremes) },
+  );
 }
 
 /** Decimal strings: mostly valid amounts of every size and notation, and the tricky ones. */
@@ -616,7 +640,7 @@ const edgeDatetimes = [
   "2026-01-02T03:04:05+16:00",
   "9999-12-31T23:59:59-23:59",
   "0100-01-01T00:00:00+23:59",
-  "2026-06-30T23:59:60Z",
+  ...rfc3339Extremes,
 ];
 
 const invalidDates = [
