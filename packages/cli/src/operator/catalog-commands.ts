@@ -182,7 +182,10 @@ function registerPriceCommands(program: Command, env: Env): void {
       .argument("<pair>", "pair id, e.g. BTC-AED")
       .requiredOption("--buy <x>", "the price clients buy at (>= --sell)")
       .requiredOption("--sell <y>", "the price clients sell at (> 0)")
-      .option("--at <iso8601>", "when the prices were taken (default: now)")
+      .option(
+        "--at <iso8601>",
+        "when the prices were taken (default: now; at most 5 s past the service's clock)",
+      )
       .requiredOption("--reason <text>", "why the pair is pinned (required; kept on the audit trail)"),
   ).action(
     withGlobalOptions(

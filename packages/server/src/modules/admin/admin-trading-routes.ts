@@ -17,6 +17,7 @@ import {
   PairPriceBody,
   PartnerFeesChangesBody,
   PartnerPairChangesBody,
+  priceAheadToleranceMs,
   type TradingAdminService,
 } from "../trading/index.ts";
 
@@ -58,6 +59,14 @@ function unwrap<T>(r: AdminResult<T>): { result: T } {
     case "price_order":
       throw validationError([
         { loc: ["body", "sell"], msg: "Prices need buy >= sell > 0", type: "value_error" },
+      ]);
+    case "price_in_future":
+      throw validationError([
+        {
+          loc: ["body", "at"],
+          msg: `The prices' time should be at most ${priceAheadToleranceMs / 1000} s past the service's clock: a price stamped later would stay fresh past its time`,
+          type: "value_error",
+        },
       ]);
     case "reason_required":
       throw reasonRequired();

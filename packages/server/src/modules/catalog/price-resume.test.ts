@@ -179,20 +179,16 @@ describe("price resume with PRICE_FEED=manual", () => {
       ]);
       assert.deepEqual(await pairRow(ctx), pinned);
     }
-    // The first and last instants it names are taken, as that instant.
-    for (const [at, priceAt] of [
-      ["0001-01-01T00:00:00+00:00", "0001-01-01T00:00:00.000000Z"],
-      ["9999-12-31T20:59:59.999+03:00", "9999-12-31T17:59:59.999000Z"],
-    ]) {
-      const edge = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
-        buy: "350000",
-        sell: "349000",
-        at,
-        reason: "test set-up",
-      });
-      assert.equal(edge.statusCode, 200, `${at}: ${edge.body}`);
-      assert.equal(edge.json().result.price_at, priceAt);
-    }
+    // The first instant it names is taken, as that instant (the last, in year 9999, is in the
+    // future: the next test).
+    const first = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+      buy: "350000",
+      sell: "349000",
+      at: "0001-01-01T00:00:00+00:00",
+      reason: "test set-up",
+    });
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal(first.json().result.price_at, "0001-01-01T00:00:00.000000Z");
     // Setting the price by hand is the way to trade again.
     const set = await ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
       buy: "350000",
@@ -200,6 +196,58 @@ describe("price resume with PRICE_FEED=manual", () => {
       reason: "test set-up",
     });
     assert.equal(set.statusCode, 200);
+    assert.equal((await quote(ctx)).statusCode, 200);
+  });
+
+  test("a price stamped in the future is refused: it would stay fresh past its time", async () => {
+    const db = ctx.services.database.db;
+    const audits = async () =>
+      Number(
+        (
+          await db
+            .selectFrom("audit_log")
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const pin = (at: string) =>
+      ctx.adminRequest("PUT", "/admin/pairs/BTC-AED/price", {
+        buy: "351000",
+        sell: "350000",
+        at,
+        reason: "test",
+      });
+    await pinAnHourAgo(ctx, "350000", "349000");
+    const pinned = await pairRow(ctx);
+    const audited = await audits();
+    const now = ctx.clock.nowMs();
+    for (const at of [
+      new Date(now + 5_001).toISOString(),
+      isoFromMs(now + 3_600_000).replace("Z", "+00:00"),
+      "9999-12-31T20:59:59.999+03:00",
+    ]) {
+      const refused = await pin(at);
+      assert.equal(refused.statusCode, 422, `${at}: ${refused.body}`);
+      assert.deepEqual(refused.json(), {
+        code: 422,
+        msg: "Validation Error",
+        msg_detail: [
+          {
+            loc: ["body", "at"],
+            msg: "The prices' time should be at most 5 s past the service's clock: a price stamped later would stay fresh past its time",
+            type: "value_error",
+          },
+        ],
+      });
+      assert.deepEqual(await pairRow(ctx), pinned, `${at}: nothing pinned`);
+      assert.equal(await audits(), audited, `${at}: nothing audited`);
+      assert.equal((await quote(ctx)).json().code, 4001, `${at}: still the hour-old tick`);
+    }
+    // A clock up to 5 s ahead of the service's is forgiven: the price is taken, stamped as sent.
+    const ahead = await pin(new Date(now + 5_000).toISOString());
+    assert.equal(ahead.statusCode, 200, ahead.body);
+    assert.equal(ahead.json().result.price_at, isoFromMs(now + 5_000));
+    assert.equal(await audits(), audited + 1);
     assert.equal((await quote(ctx)).statusCode, 200);
   });
 });

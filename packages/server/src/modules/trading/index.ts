@@ -2,7 +2,12 @@ export { KeptQuoteFacts } from "./kept-quote-facts.ts";
 export { KeptQuotes } from "./kept-quotes.ts";
 export { type Priced, priceQuote, requiredFunds, type Side } from "./quote.ts";
 export { tradeLegs } from "./trade-legs.ts";
-export { type AdminResult, type PairRow, TradingAdminService } from "./trading-admin.ts";
+export {
+  type AdminResult,
+  type PairRow,
+  priceAheadToleranceMs,
+  TradingAdminService,
+} from "./trading-admin.ts";
 export {
   AdminPairSchema,
   type AdminPairView,

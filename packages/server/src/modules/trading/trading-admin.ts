@@ -34,8 +34,17 @@ export type TradingAdminFailure =
   | "unknown_asset"
   | "volume_bounds"
   | "price_order"
+  | "price_in_future"
   | "no_price_feed"
   | "reason_required";
+
+/**
+ * How far past the service's clock a price pinned by hand may be stamped: a clock a little ahead
+ * is forgiven, a price from the future is not. A price's tick decides when it goes stale
+ * (`PRICE_STALE_AFTER_S` after it), so a tick an hour ahead would keep an operator's price fresh
+ * for an hour after the feed would have let it lapse, and year 9999 for ever.
+ */
+export const priceAheadToleranceMs = 5_000;
 
 export type AdminResult<T> = { ok: true; value: T } | { ok: false; error: TradingAdminFailure };
 
@@ -131,6 +140,9 @@ export class TradingAdminService {
     note: AuditNote,
   ): Promise<AdminResult<AdminPairView>> {
     if (buy <= 0n || sell <= 0n || buy < sell) return { ok: false, error: "price_order" };
+    if (atMs !== null && atMs > this.#clock.nowMs() + priceAheadToleranceMs) {
+      return { ok: false, error: "price_in_future" };
+    }
     if (missingReason(note)) return { ok: false, error: "reason_required" };
     return inTransaction(this.#db, async (tx): Promise<AdminResult<AdminPairView>> => {
       const before = await findPairRow(tx, id);
