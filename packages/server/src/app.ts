@@ -7,7 +7,12 @@ import Fastify from "fastify";
 import ipaddr from "ipaddr.js";
 import { limits } from "./config/limits.ts";
 import { adminAccessHook, requireRouteRoles } from "./http/admin-access.ts";
-import { announcesBody, readBodyBytes, registerBodyParsers } from "./http/body-parsing.ts";
+import {
+  announcesBody,
+  holdBodyUntilAnswered,
+  readBodyBytes,
+  registerBodyParsers,
+} from "./http/body-parsing.ts";
 import { type ConnectionCaps, capConnections } from "./http/connection-caps.ts";
 import { clientErrorHandler, errorHandler, sendError } from "./http/http-error.ts";
 import { addInputChecks, methodNotAllowedRoute } from "./http/input-checks.ts";
@@ -203,7 +208,10 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
     metrics === undefined ? undefined : (cap) => metrics.connectionRefused(cap),
   );
   metrics?.observeConnections(connections);
+  metrics?.observeBodyBudget(services.bodyBudget);
   app.addHook("onRoute", (route) => multipartTargets.add(route));
+  app.decorate("bodyBudget", services.bodyBudget);
+  app.decorateRequest("bodyHold", null);
   app.decorateRequest("rawBody", null);
   app.decorateRequest("bodyError", null);
   app.decorateRequest("partnerId", null);
@@ -212,6 +220,9 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
   app.setErrorHandler(errorHandler);
   app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-ID", request.id);
+    // A body read is held against the process's budget until the answer is done (two header
+    // lookups for a request without one).
+    if (announcesBody(request)) holdBodyUntilAnswered(request, reply);
   });
   // Draining (docs/operations.md, "Rolling restart"): from the moment the app starts to close, every
   // answer, also that of a request already under way, says `Connection: close`, so a client or

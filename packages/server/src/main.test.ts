@@ -101,6 +101,9 @@ describe("the sandbox process", () => {
     assert.match(text, /^counterpart_connections_refused_total\{cap="address"\} 0$/m);
     assert.match(text, /^counterpart_connections_refused_total\{cap="listener"\} 0$/m);
     assert.match(text, /^counterpart_connections_open \d+$/m);
+    // The body budget (http/body-parsing.ts): nothing refused, nothing held between requests.
+    assert.match(text, /^counterpart_request_bodies_refused_total 0$/m);
+    assert.match(text, /^counterpart_request_body_bytes_held 0$/m);
     // How deposits, withdrawals, quotes and executes were judged: every series there from the start.
     for (const use of ["deposit", "withdrawal", "quote", "execute"])
       for (const outcome of ["kept", "changed", "read"])
@@ -367,6 +370,7 @@ describe("several API processes", () => {
         "and so are the caps'",
       );
       assert.match(metrics, /^counterpart_connections_open \d+$/m);
+      assert.match(metrics, /^counterpart_request_bodies_refused_total 0$/m, "and so are the body budgets'");
       // Each worker runs with a small young generation (limits.workerSemiSpaceMib).
       const workers = fs
         .readdirSync("/proc")

@@ -4,6 +4,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.ts";
 import type { DatabaseHandle } from "./db/database.ts";
+import { BodyBudget } from "./http/body-parsing.ts";
 import { AuditService } from "./modules/audit/index.ts";
 import {
   CatalogAdminService,
@@ -53,6 +54,8 @@ export interface Services {
   readonly sharedState: SharedState | null;
   /** The partners' rate-limit budgets; null with RATE_LIMITS=off. */
   readonly rateLimiter: RateLimiter | null;
+  /** The request body bytes this process holds at once, shared by its listeners (BODY_BYTES_IN_FLIGHT_MAX). */
+  readonly bodyBudget: BodyBudget;
   readonly partners: PartnersService;
   readonly catalog: CatalogService;
   /**
@@ -180,6 +183,7 @@ export function buildServices(deps: {
     ...deps,
     sharedState,
     rateLimiter: config.rateLimits ? new RateLimiter({ clock: deps.clock, shared: sharedState }) : null,
+    bodyBudget: new BodyBudget(config.bodyBytesInFlightMax),
     authenticator: new PartnerAuthenticator(db, deps.clock, sharedState),
     partners: new PartnersService(db, deps.clock, deps.random),
     catalog: new CatalogService(db),

@@ -67,6 +67,8 @@ export interface Config {
   readonly connectionsPerAddressMax: number;
   /** Connections open at once per listener (CONNECTIONS_MAX). */
   readonly connectionsMax: number;
+  /** Request body bytes the process holds at once; past them a body is a 503 (BODY_BYTES_IN_FLIGHT_MAX). */
+  readonly bodyBytesInFlightMax: number;
 }
 
 export class ConfigError extends Error {
@@ -212,6 +214,12 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
       1_000_000,
     ),
     connectionsMax: integer("CONNECTIONS_MAX", limits.connectionsMax, 1, 1_000_000),
+    bodyBytesInFlightMax: integer(
+      "BODY_BYTES_IN_FLIGHT_MAX",
+      limits.bodyBytesInFlightMax,
+      limits.multipartBodyBytesMax,
+      1024 ** 4,
+    ),
     webhookAllowPrivate: flag("WEBHOOK_ALLOW_PRIVATE"),
     webhookAllowHttp: flag("WEBHOOK_ALLOW_HTTP"),
     webhookSigningKey: signingKey(),

@@ -16,6 +16,13 @@ export const limits = {
    */
   bodyLingerBytesMax: 16 * 1024 * 1024,
   bodyLingerMs: 2_000,
+  /**
+   * Request body bytes a process holds at once, by default (BODY_BYTES_IN_FLIGHT_MAX): bodies
+   * being read, and read ones until their answer is sent. Past it a body is a 503. Room for eleven
+   * uploads of the largest size at once; an upload costs about twice its body while it is
+   * checked and stored. At least one upload of the largest size (BodyBudget, http/body-parsing.ts).
+   */
+  bodyBytesInFlightMax: 128 * 1024 * 1024,
   multipartFilesMax: 2,
   multipartFieldsMax: 10,
   /** One text field of a multipart body (the document `type`); longer values are cut and refused. */

@@ -3,9 +3,93 @@
 // authentication has had its say.
 
 import type { FieldError } from "@counterpart/protocol";
-import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { limits } from "../config/limits.ts";
 import { checkString } from "../platform/text.ts";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The process's budget of request body bytes held at once (BODY_BYTES_IN_FLIGHT_MAX). */
+    bodyBudget: BodyBudget | null;
+  }
+  interface FastifyRequest {
+    /** The body bytes this request holds of the budget until its answer is done; null: none. */
+    bodyHold: BodyHold | null;
+  }
+}
+
+/**
+ * The bytes of request bodies a process holds at once, being read or read and not yet answered
+ * (docs/decisions.md, "Request bodies held at once"). A body is read whole before authentication
+ * can hash it, so without a bound anyone could make a process hold 11 MiB per connection it
+ * opens, for as long as its receive bound lets the body trickle in. Past the budget a body is
+ * refused with a 503 (`BodyBudgetSpentError`), read and dropped like a body too large.
+ */
+export class BodyBudget {
+  readonly max: number;
+  #held = 0;
+  #refused = 0;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  /** Takes `bytes` of the budget; false, taking nothing, when they do not fit (a refusal). */
+  take(bytes: number): boolean {
+    if (this.#held + bytes > this.max) {
+      this.#refused++;
+      return false;
+    }
+    this.#held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#held = Math.max(0, this.#held - bytes);
+  }
+
+  /** The bytes held now. */
+  held(): number {
+    return this.#held;
+  }
+
+  /** The takes refused since the budget was made: one per body refused. */
+  refused(): number {
+    return this.#refused;
+  }
+}
+
+/** What a request holds of the budget, given back once when its answer is done or abandoned. */
+export interface BodyHold {
+  bytes: number;
+  released: boolean;
+}
+
+/** A body refused because the process holds as many body bytes as its budget allows. */
+export class BodyBudgetSpentError extends Error {
+  constructor() {
+    super("the process holds as many request body bytes as BODY_BYTES_IN_FLIGHT_MAX allows");
+    this.name = "BodyBudgetSpentError";
+  }
+}
+
+/**
+ * For a request that announces a body: what it reads is held against the budget until its
+ * response closes (sent, or the connection gone), whichever way the request ends. Called from an
+ * onRequest hook; a body read where no hook ran (a target no route reads) is given back as soon as
+ * it has been read.
+ */
+export function holdBodyUntilAnswered(request: FastifyRequest, reply: FastifyReply): void {
+  const budget = request.server.bodyBudget;
+  if (budget === null || budget === undefined) return;
+  const hold: BodyHold = { bytes: 0, released: false };
+  request.bodyHold = hold;
+  reply.raw.once("close", () => {
+    hold.released = true;
+    budget.give(hold.bytes);
+    hold.bytes = 0;
+  });
+}
 
 /**
  * The 422 details of a body that cannot be read. Fixed texts of our own: a parser's message would
@@ -49,6 +133,9 @@ export function announcesBody(request: FastifyRequest): boolean {
  * client that goes away rejects (the error handler tells the two apart); every listener and timer
  * is removed once the read settles, so nothing can emit an unhandled 'error' through it. The wait
  * is bounded by the linger bounds and the server's receive bound (docs/decisions.md, "Hardening").
+ * The bytes kept are taken from the process's body budget (BodyBudget): the Content-Length up
+ * front, or each chunk of a chunked body as it comes. A body that does not fit is a
+ * BodyBudgetSpentError (503), after the same lingering read.
  */
 export function readBodyBytes(
   request: FastifyRequest,
@@ -62,12 +149,27 @@ export function readBodyBytes(
   if (announcedTooLarge && declaredBytes > limit + limits.bodyLingerBytesMax) {
     return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
   }
+  const budget = request.server.bodyBudget ?? null;
   return new Promise((resolve, reject) => {
     let chunks: Buffer[] = [];
     let received = 0;
-    /** Bytes dropped since the body was found too large; null while it is still being kept. */
+    /** Bytes dropped since the body was refused; null while it is still being kept. */
     let dropped: number | null = null;
+    /** Why the body is being dropped, once it is. */
+    let refusal: () => Error = tooLargeError;
     let lingerTimer: NodeJS.Timeout | undefined;
+    /** Bytes of the budget this read has taken and not yet handed on or given back. */
+    let taken = 0;
+    const take = (bytes: number): boolean => {
+      if (budget === null) return true;
+      if (!budget.take(bytes)) return false;
+      taken += bytes;
+      return true;
+    };
+    const giveBack = () => {
+      budget?.give(taken);
+      taken = 0;
+    };
     const stop = () => {
       clearTimeout(lingerTimer);
       payload.removeListener("data", onData);
@@ -77,57 +179,76 @@ export function readBodyBytes(
       payload.removeListener("error", onError);
       payload.on("error", ignore);
     };
-    const tooLarge = () => {
+    const fail = (err: Error) => {
       stop();
-      reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      giveBack();
+      reject(err);
     };
-    const startDropping = () => {
+    const refuse = () => fail(refusal());
+    const startDropping = (why: () => Error) => {
       chunks = [];
+      giveBack();
       dropped = 0;
-      lingerTimer = setTimeout(tooLarge, limits.bodyLingerMs);
+      refusal = why;
+      lingerTimer = setTimeout(refuse, limits.bodyLingerMs);
     };
     function onData(chunk: Buffer | string) {
       const length = typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
       if (dropped !== null) {
         dropped += length;
-        if (dropped > limits.bodyLingerBytesMax) tooLarge();
+        if (dropped > limits.bodyLingerBytesMax) refuse();
         return;
       }
       received += length;
       if (received > limit) {
-        startDropping();
+        startDropping(tooLargeError);
+        return;
+      }
+      // A declared length was taken whole before the first byte; a chunked body, as it comes.
+      if (declaredBytes === null && !take(length)) {
+        startDropping(budgetSpentError);
         return;
       }
       chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
     }
     function onEnd() {
       if (dropped !== null) {
-        tooLarge();
+        refuse();
+        return;
+      }
+      if (declaredBytes !== null && declaredBytes !== received) {
+        fail(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
         return;
       }
       stop();
-      if (declaredBytes !== null && declaredBytes !== received) {
-        reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
-        return;
+      // Held until the answer is done, where a hook waits for it; else given back now.
+      const hold = request.bodyHold;
+      if (hold !== null && hold !== undefined && !hold.released) {
+        hold.bytes += taken;
+        taken = 0;
+      } else {
+        giveBack();
       }
       resolve(Buffer.concat(chunks, received));
     }
     function onClose() {
-      stop();
-      reject(new BodyAbortedError());
+      fail(new BodyAbortedError());
     }
     function onError(err: Error) {
-      stop();
-      reject(err);
+      fail(err);
     }
     payload.on("data", onData);
     payload.on("end", onEnd);
     payload.on("close", onClose);
     payload.on("error", onError);
-    if (announcedTooLarge) startDropping();
+    if (announcedTooLarge) startDropping(tooLargeError);
+    else if (declaredBytes !== null && !take(declaredBytes)) startDropping(budgetSpentError);
     payload.resume();
   });
 }
+
+const tooLargeError = (): Error => new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+const budgetSpentError = (): Error => new BodyBudgetSpentError();
 
 /** The request stream closed before its body ended: the client went away. */
 class BodyAbortedError extends Error {

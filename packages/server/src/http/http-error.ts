@@ -8,6 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { isUnavailable } from "../db/errors.ts";
 import { ServiceUnavailableError } from "../db/transaction.ts";
 import { FileStoreUnavailableError } from "../platform/file-store.ts";
+import { BodyBudgetSpentError } from "./body-parsing.ts";
 import { toFieldErrors } from "./validation.ts";
 
 export class HttpError extends Error {
@@ -66,6 +67,12 @@ export function errorHandler(
     // The database refused, lost or did not answer: a retry with backoff can succeed
     // (docs/errors.md). Not a 500, which would suggest a bug.
     request.log.warn({ err: error }, "database unavailable");
+    return sendError(reply, "service_unavailable");
+  }
+  if (error instanceof BodyBudgetSpentError) {
+    // The process holds as many request bodies as it may: retryable, nothing of this one kept.
+    request.log.warn({ held: request.server.bodyBudget?.held() }, "request body refused: body budget spent");
+    reply.header("Retry-After", "1");
     return sendError(reply, "service_unavailable");
   }
   if (error instanceof FileStoreUnavailableError) {

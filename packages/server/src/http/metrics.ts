@@ -3,6 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { BodyBudget } from "./body-parsing.ts";
 import type { ConnectionCap, ConnectionCounts } from "./connection-caps.ts";
 
 export class HttpMetrics {
@@ -10,6 +11,7 @@ export class HttpMetrics {
   readonly #duration: Histogram<"method" | "route" | "status">;
   readonly #refused: Counter<"cap">;
   #connections: ConnectionCounts | null = null;
+  #bodyBudget: BodyBudget | null = null;
 
   constructor(options: { defaultMetrics: boolean }) {
     this.registry = new Registry();
@@ -38,6 +40,25 @@ export class HttpMetrics {
         this.set(connections()?.open() ?? 0);
       },
     });
+    const bodyBudget = () => this.#bodyBudget;
+    new Gauge({
+      name: "counterpart_request_body_bytes_held",
+      help: "Request body bytes the process holds (being read, or read and not yet answered), as counted against BODY_BYTES_IN_FLIGHT_MAX",
+      registers: [this.registry],
+      collect() {
+        this.set(bodyBudget()?.held() ?? 0);
+      },
+    });
+    new Counter({
+      name: "counterpart_request_bodies_refused_total",
+      help: "Request bodies refused with a 503 because the process held BODY_BYTES_IN_FLIGHT_MAX of bodies",
+      registers: [this.registry],
+      collect() {
+        const refused = bodyBudget()?.refused() ?? 0;
+        this.reset();
+        this.inc(refused);
+      },
+    });
   }
 
   /** Counts a connection a cap refused (http/connection-caps.ts). */
@@ -48,6 +69,11 @@ export class HttpMetrics {
   /** Reports the open connections of the listener whose caps keep `counts`. */
   observeConnections(counts: ConnectionCounts): void {
     this.#connections = counts;
+  }
+
+  /** Reports the process's budget of request body bytes. */
+  observeBodyBudget(budget: BodyBudget): void {
+    this.#bodyBudget = budget;
   }
 
   /** Observes every response of `app`; unmatched paths share one label so cardinality stays bounded. */

@@ -337,17 +337,24 @@ describe("the OpenAPI document", () => {
     ] as const) {
       assert.deepEqual(documentedCodes(operation(doc, method, p), "404"), [404], `${method} ${p}`);
     }
-    // 503 where a transaction may give up after its retries, or the file store may fail.
+    // 503 where a transaction may give up after its retries, or the file store may fail (a
+    // download), and wherever a body is read (every signed request, whatever its method, and every
+    // request with a body): past the bytes of bodies the process holds at once.
     const with503 = operations(doc)
       .filter((o) => o.op.responses["503"] !== undefined)
       .map((o) => `${o.method.toUpperCase()} ${o.path}`);
-    assert.deepEqual(with503.sort(), [
-      "GET /v1/files/{key}",
+    const readsABody = operations(doc)
+      .filter((o) => (o.op.security?.length ?? 0) > 0 || o.op.requestBody !== undefined)
+      .map((o) => `${o.method.toUpperCase()} ${o.path}`);
+    assert.deepEqual(with503.sort(), [...readsABody, "GET /v1/files/{key}"].sort());
+    for (const transactional of [
       "POST /v1/partner/clients/{partner_client_id}/documents",
       "POST /v1/partner/deposits",
       "POST /v1/partner/quotes/execute",
       "POST /v1/partner/withdrawals",
-    ]);
+    ]) {
+      assert.ok(with503.includes(transactional), transactional);
+    }
     // Quote errors carry the quote (and a limit) in msg_detail.
     const quote400 = operation(doc, "post", "/v1/partner/quotes").responses["400"];
     const narrowed = quote400?.content?.["application/json"]?.schema.allOf?.[1];

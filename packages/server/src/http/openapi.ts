@@ -186,6 +186,7 @@ Every error is a JSON object \`{code, msg, msg_detail}\` (ErrorBody); a 422 carr
 - 422: a NUL character or a lone surrogate in any path or query value, a query escape that is not UTF-8, a JSON body that is not UTF-8 (\`utf8_invalid\`);
 - 429 \`Too Many Requests\`: the partner's budget for this class of signed request (reads, writes or quotes) is spent; nothing was applied; \`Retry-After\` gives the seconds to wait. Every authenticated response carries \`RateLimit-Limit\` (the budget per minute), \`RateLimit-Remaining\` and \`RateLimit-Reset\` (seconds until the budget is whole again);
 - 431 \`Request Header Fields Too Large\`: headers over ${limits.headerBytesMax / 1024} KiB;
+- 503 \`Service Unavailable\` on a request with a body: the process already holds as many request bodies as it takes at once (${limits.bodyBytesInFlightMax / 1024 / 1024} MiB by default), being read or awaiting their answer; nothing was applied; \`Retry-After\` gives the seconds to wait;
 - 500 \`Internal Server Error\`: retry with exponential backoff.
 
 Checks run in this order: size limits (413/431), authentication (401), rate limit (429), route (404/405), schema (422), \`partner_order_ref\` (2020), client (2008, 2009, 2010), resource rules, funds (3005).
@@ -201,7 +202,7 @@ function documented(schema: FastifySchema | undefined): schema is FastifySchema 
 
 const successDescriptions: Record<string, string> = { 200: "OK", 201: "Created", 204: "No Content" };
 
-/** Adds what holds for every route of a kind: security, 401, 404, 413, 422, 500. */
+/** Adds what holds for every route of a kind: security, 401, 404, 413, 422, 500, 503. */
 const documentRoute: SwaggerTransform = ({ schema, url }) => {
   if (!documented(schema)) return { schema, url };
   const signed = isPartnerTarget(url);
@@ -209,8 +210,9 @@ const documentRoute: SwaggerTransform = ({ schema, url }) => {
   const generic: ErrorName[] = [];
   // A signed request draws on the partner's rate-limit budget once it is authenticated.
   if (signed) generic.push("unauthorized", "too_many_requests");
-  // A signed request's body is read for its hash whatever the method (a GET's too): 413 above the limit.
-  if (hasBody || signed) generic.push("payload_too_large");
+  // A signed request's body is read for its hash whatever the method (a GET's too): 413 above the
+  // limit, 503 past the bytes of bodies the process holds at once.
+  if (hasBody || signed) generic.push("payload_too_large", "service_unavailable");
   // Every route refuses a NUL character or a lone surrogate in any query value, named or not.
   generic.push("validation_error");
   // A path parameter that cannot be decoded (bad percent-encoding) names no route: 404.
