@@ -118,6 +118,19 @@ describe("request bodies held at once", () => {
     return x.response;
   }
 
+  const jsonType = "application/json";
+  const multipartType = "multipart/form-data; boundary=b";
+
+  /** An unsigned POST announcing `length` bytes of body, of which it writes `bytes` (all by default). */
+  function unsigned(target: string, contentType: string, length: number, bytes = length): Exchange {
+    const x = open(
+      port,
+      `POST ${target} HTTP/1.1\r\nContent-Type: ${contentType}\r\nContent-Length: ${length}`,
+    );
+    x.write(Buffer.alloc(bytes, 0x20));
+    return x;
+  }
+
   const orders = async () =>
     Number(
       (
@@ -130,11 +143,7 @@ describe("request bodies held at once", () => {
 
   /** Opens an upload announcing the largest body and sends 1 KiB of it: it holds the whole length. */
   async function holder(): Promise<Exchange> {
-    const x = open(
-      port,
-      `POST ${uploadTarget} HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: ${limits.multipartBodyBytesMax}`,
-    );
-    x.write(Buffer.alloc(1024, 0x41));
+    const x = unsigned(uploadTarget, multipartType, limits.multipartBodyBytesMax, 1024);
     await heldBecomes(budget, limits.multipartBodyBytesMax);
     return x;
   }
@@ -152,7 +161,7 @@ describe("request bodies held at once", () => {
     // Chunked, the same once its chunks pass what is left.
     const chunked = open(
       port,
-      "POST /v1/partner/deposits HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked",
+      `POST /v1/partner/deposits HTTP/1.1\r\nContent-Type: ${jsonType}\r\nTransfer-Encoding: chunked`,
     );
     for (let i = 0; i < 10; i++) chunked.write(`10000\r\n${" ".repeat(0x10000)}\r\n`);
     chunked.write("0\r\n\r\n");
@@ -198,64 +207,24 @@ describe("request bodies held at once", () => {
       ["not JSON", () => send(deposit(2048, "{")), 422],
       [
         "too large",
-        async () => {
-          const x = open(
-            port,
-            `POST /v1/partner/deposits HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${limits.jsonBodyBytesMax + 1}`,
-          );
-          x.write(Buffer.alloc(limits.jsonBodyBytesMax + 1, 0x20));
-          return x.response;
-        },
+        () => unsigned("/v1/partner/deposits", jsonType, limits.jsonBodyBytesMax + 1).response,
         413,
       ],
-      [
-        "an upload of nothing valid",
-        async () => {
-          const x = open(
-            port,
-            `POST ${uploadTarget} HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 4096`,
-          );
-          x.write(Buffer.alloc(4096, 0x41));
-          return x.response;
-        },
-        401,
-      ],
+      ["an upload of nothing valid", () => unsigned(uploadTarget, multipartType, 4096).response, 401],
       [
         "the client gone halfway",
         async () => {
-          const x = open(
-            port,
-            `POST ${uploadTarget} HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000000`,
-          );
-          x.write(Buffer.alloc(500_000, 0x41));
+          const x = unsigned(uploadTarget, multipartType, 1_000_000, 500_000);
           await heldBecomes(budget, 1_000_000);
           x.destroy();
           return x.response;
         },
         null,
       ],
-      [
-        "a path no route serves",
-        async () => {
-          const x = open(
-            port,
-            "POST /v1/partner/nowhere HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2048",
-          );
-          x.write(Buffer.alloc(2048, 0x20));
-          return x.response;
-        },
-        401,
-      ],
+      ["a path no route serves", () => unsigned("/v1/partner/nowhere", jsonType, 2048).response, 401],
       [
         "a target no route can decode (read where no hook ran)",
-        async () => {
-          const x = open(
-            port,
-            "POST /v1/partner/clients/%E0%A4%A/documents HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2048",
-          );
-          x.write(Buffer.alloc(2048, 0x20));
-          return x.response;
-        },
+        () => unsigned("/v1/partner/clients/%E0%A4%A/documents", jsonType, 2048).response,
         401,
       ],
       [
