@@ -179,6 +179,13 @@ test("on PGlite a marked statement whose plan was thrown away is prepared again,
   });
 });
 
+test("the service's connections run in UTC and without JIT (docs/decisions.md, \"No JIT on the service's connections\")", async () => {
+  // pg_jit_available(): a JIT provider is loaded and `jit` is on. PGlite has no provider.
+  const { rows } = await sql<{ jit: boolean; zone: string }>`
+    SELECT pg_jit_available() AS jit, current_setting('TimeZone') AS zone`.execute(database.db);
+  assert.deepEqual(rows[0], { jit: false, zone: "UTC" });
+});
+
 test("a failing statement keeps its own error; only the database's absence is DatabaseUnavailableError", async () => {
   const err = await sql`SELECT 1 / 0`.execute(database.db).then(
     () => assert.fail("expected division_by_zero"),

@@ -202,7 +202,8 @@ async function openPostgres(
     Client: PreparingClient,
     connectionString: url,
     types: types as pg.CustomTypesConfig,
-    options: `-c TimeZone=UTC${searchPath === undefined ? "" : ` -c search_path=${searchPath}`}`,
+    // JIT off: see docs/decisions.md, "No JIT on the service's connections".
+    options: `-c TimeZone=UTC -c jit=off${searchPath === undefined ? "" : ` -c search_path=${searchPath}`}`,
     // Every wait on the database is bounded (config/limits.ts, docs/operations.md).
     connectionTimeoutMillis: limits.databaseConnectMs,
     statement_timeout: limits.databaseStatementMs,
