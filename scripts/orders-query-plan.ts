@@ -10,7 +10,9 @@ import pg from "pg";
 import { openDatabase } from "../packages/server/src/db/database.ts";
 import { migrate } from "../packages/server/src/db/migrate.ts";
 import { englishCountryName, seedCatalog } from "../packages/server/src/modules/catalog/index.ts";
+import { OrdersService } from "../packages/server/src/modules/orders/orders-service.ts";
 import { listOrders, type OrderFilter } from "../packages/server/src/modules/orders/orders-store.ts";
+import { systemClock } from "../packages/server/src/platform/clock.ts";
 
 const args = process.argv.slice(2);
 const runsAt = args.indexOf("--runs");
@@ -30,6 +32,8 @@ try {
   await migrate(handle);
   await seedCatalog(handle.db, englishCountryName);
   await db.connect();
+  // As the service's connections (docs/decisions.md, "No JIT on the service's connections").
+  await db.query("SET jit = off");
   const partner = crypto.randomUUID();
   await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan')`, [partner]);
   await db.query(
@@ -66,6 +70,19 @@ try {
     return Date.now() - started;
   }
 
+  /** Housekeeping's roll-up of the days (OrdersService.rollDays), run to the end. */
+  async function rollDays(): Promise<{ ms: number; days: number }> {
+    const started = Date.now();
+    let days = 0;
+    for (;;) {
+      const run = await new OrdersService(handle.db, systemClock).rollDays({ budgetMs: 5_000 });
+      days += run.days;
+      if (run.done) break;
+    }
+    await db.query("VACUUM ANALYZE order_day_counts");
+    return { ms: Date.now() - started, days };
+  }
+
   const none: OrderFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
   const pages: [string, OrderFilter, number][] = [
     ["first page, no filter", none, 1],
@@ -83,8 +100,17 @@ try {
       1,
     ],
     // A range that keeps less time than it leaves out, from the middle of the orders at 1,000,000
-    // (none at 10,000): counted, every order it keeps.
-    ["first page, from 1 June (counted)", { ...none, from: "2026-06-01T00:00:00Z" }, 1],
+    // (none at 10,000): the rows of the days it keeps, rolled up (until 1 December 2026 it counted
+    // every order it kept); with a status, and starting at noon (half a day counted).
+    ["first page, from 1 June (rolled days)", { ...none, from: "2026-06-01T00:00:00Z" }, 1],
+    [
+      "status=completed, from 1 June noon",
+      { ...none, statuses: ["completed"], from: "2026-06-01T12:00:00Z" },
+      1,
+    ],
+    ["1 June to 31 July", { ...none, from: "2026-06-01T00:00:00Z", to: "2026-07-31T23:59:59.999999Z" }, 1],
+    // Under a client filter a range is counted: the days are rolled up per partner.
+    ["one client, from 1 June", { ...none, clientId: client500, from: "2026-06-01T00:00:00Z" }, 1],
     ["one client", { ...none, clientId: client500 }, 1],
     ["status=completed", { ...none, statuses: ["completed"] }, 1],
     [
@@ -126,11 +152,18 @@ try {
 
   out(`orders list statement (listOrders, page_size 20), PostgreSQL, ${runs} runs after 5 warm-up\n`);
   const seed10k = await insertOrders(1, 10_000);
+  const roll10k = await rollDays();
   const at10k = await timePages();
+  // Days rolled already: each of these orders adds itself to its day's row (its day is before
+  // its transaction's), as an order written late would.
   const seed1m = await insertOrders(10_001, 1_000_000);
+  const roll1m = await rollDays();
   const at1m = await timePages();
   out(
-    `seeded 10,000 orders in ${seed10k} ms, then 990,000 more in ${seed1m} ms (triggers on, then VACUUM ANALYZE)\n`,
+    `seeded 10,000 orders in ${seed10k} ms, then 990,000 more in ${seed1m} ms (triggers on, then VACUUM ANALYZE)`,
+  );
+  out(
+    `rolled their days up: ${roll10k.days} days in ${roll10k.ms} ms, then ${roll1m.days} more in ${roll1m.ms} ms\n`,
   );
   const rows = [["page", "total@10k", "p50", "p95", "total@1M", "p50", "p95", "p95 ratio"]];
   for (const [name] of pages) {
@@ -172,6 +205,21 @@ try {
       "total from 2 January: the kept counts less the orders before it, counted",
       `SELECT (SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1)
             - (SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at < '2026-01-02')`,
+      [partner],
+    ],
+    [
+      "total from 1 June: the rows of the days rolled up (migration 0026), and the orders after them, counted",
+      `SELECT (SELECT coalesce(sum(d.orders), 0) FROM order_day_counts d
+                WHERE d.partner_id = $1 AND d.day >= '2026-06-01'
+                  AND d.day < (SELECT r.until FROM order_days_rolled r WHERE r.partner_id = $1))
+            + (SELECT count(*) FROM orders o WHERE o.partner_id = $1
+                AND o.created_at >= (SELECT r.until FROM order_days_rolled r WHERE r.partner_id = $1)::timestamp AT TIME ZONE 'UTC'
+                AND o.created_at <= 'infinity'::timestamptz)`,
+      [partner],
+    ],
+    [
+      "what they replace: counting the orders from 1 June",
+      `SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at >= '2026-06-01'`,
       [partner],
     ],
     [

@@ -114,21 +114,45 @@ const leadershipRetryMs = 1_000;
  */
 const purgeIntervalMs = 60_000;
 
-/** The purges of housekeeping (purgeIntervalMs), by its leader only. */
-function housekeepingJob(services: Services): LeaderJobs {
+/**
+ * How long one tick of housekeeping rolls the orders' days up at most (OrdersService.rollDays);
+ * a backlog (the first start on a database with months of orders) goes on at the next tick.
+ */
+const rollDaysBudgetMs = 5_000;
+
+/** The purges and the roll-up of housekeeping (purgeIntervalMs), by its leader only. */
+export function housekeepingJob(services: Services, logger: ReturnType<typeof createLogger>): LeaderJobs {
   let timer: NodeJS.Timeout | null = null;
+  /** The roll-up under way, if any: the next tick starts none beside it, and stop() waits for it. */
+  let rolling: Promise<void> | null = null;
+  let stopping = false;
+  const rollDays = async () => {
+    try {
+      const run = await services.orders.rollDays({ budgetMs: rollDaysBudgetMs, stopping: () => stopping });
+      if (run.days > 0)
+        logger.info({ days: run.days, until: run.until, done: run.done }, "rolled the orders' days up");
+    } catch (err) {
+      if (!stopping) logger.warn({ err }, "rolling the orders' days up failed; retrying at the next tick");
+    }
+  };
   return {
     start() {
+      stopping = false;
       timer = setInterval(() => {
         purgeExpiredSignatures(services.database.db, isoFromMs(services.clock.nowMs())).catch(() => {});
         services.events.purge().catch(() => {});
         services.operators.purgeEnded().catch(() => {});
+        rolling ??= rollDays().finally(() => {
+          rolling = null;
+        });
       }, purgeIntervalMs);
       timer.unref();
     },
     async stop() {
+      stopping = true;
       if (timer !== null) clearInterval(timer);
       timer = null;
+      await rolling;
     },
   };
 }
@@ -157,7 +181,9 @@ function startBackgroundJobs(
     leadership.start();
     return { job, leadership };
   };
-  const all = [compete("housekeeping", backgroundJobLockKeys.housekeeping, housekeepingJob(services))];
+  const all = [
+    compete("housekeeping", backgroundJobLockKeys.housekeeping, housekeepingJob(services, logger)),
+  ];
   if (feed !== null) all.push(compete("price feed", backgroundJobLockKeys.priceFeed, feed));
   return {
     leaders: () => all.map(({ job, leadership }) => ({ job, leader: leadership.isLeader })),

@@ -135,7 +135,7 @@ export function buildServices(deps: {
   });
   const priceFeed =
     config.priceFeed === "simulated" ? new SimulatedPriceFeed(db, deps.clock, { seed: priceFeedSeed }) : null;
-  const orders = new OrdersService(db);
+  const orders = new OrdersService(db, deps.clock);
   const ledgerAdmin = new LedgerAdminService(deps.database);
   const documents = new DocumentsService({
     db,

@@ -108,6 +108,8 @@ export interface Database {
   client_documents: ClientDocumentsTable;
   orders: OrdersTable;
   order_counts: OrderCountsTable;
+  order_day_counts: OrderDayCountsTable;
+  order_days_rolled: OrderDaysRolledTable;
   accounts: AccountsTable;
   postings: PostingsTable;
   quotes: QuotesTable;
@@ -247,6 +249,24 @@ export interface OrderCountsTable {
   partner_id: string;
   /** bigint, read as text */
   orders: ColumnType<string, never, never>;
+}
+
+/** A partner's orders of one day (UTC) and kind, once the day is rolled up (migration 0026). */
+export interface OrderDayCountsTable {
+  partner_id: string;
+  /** date, read as YYYY-MM-DD text */
+  day: ColumnType<string, string, never>;
+  status: OrderStatus;
+  source: OrderSource;
+  /** bigint, read as text */
+  orders: ColumnType<string, never, never>;
+}
+
+/** How far a partner's days are rolled up: every day before `until` (UTC) is in order_day_counts. */
+export interface OrderDaysRolledTable {
+  partner_id: string;
+  /** date, read as YYYY-MM-DD text */
+  until: ColumnType<string, string, string>;
 }
 
 export type AccountKind = "client" | "omnibus" | "fee_revenue" | "vat_payable";

@@ -13,11 +13,13 @@ import { sql } from "kysely";
 import type { DatabaseHandle, Db } from "../../db/database.ts";
 import { migrate } from "../../db/migrate.ts";
 import type { Tx } from "../../db/transaction.ts";
+import { systemClock } from "../../platform/clock.ts";
 import { pinBtcAed } from "../../testing/counted-process.ts";
 import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { openDatabaseBefore } from "../../testing/migrations.ts";
 import { englishCountryName, seedCatalog } from "../catalog/index.ts";
+import { OrdersService } from "./orders-service.ts";
 import { listOrders, type OrderFilter } from "./orders-store.ts";
 
 const noFilter: OrderFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
@@ -384,6 +386,45 @@ describe("migration 0020: the counts by source and status", () => {
         await reject("d-1", tx);
       });
       await expect([10, 5, 6, 4, 7, 3, 2]);
+    });
+  });
+});
+
+describe("migration 0026: the counts by day", () => {
+  test("orders written before it are rolled up by the first roll-up, and the totals hold throughout", async () => {
+    await beforeMigration("0026", async ({ database, partnerId, clients: [one, two], write }) => {
+      const db = database.db;
+      await write(one, 3, "bank", "completed", "a");
+      await write(two, 2, "card", "rejected", "b");
+      // Moved to two past days, as orders written on them would be.
+      await sql`UPDATE orders SET created_at = '2026-02-10T08:00:00Z' WHERE partner_order_ref IN ('a-1', 'b-1')`.execute(
+        db,
+      );
+      await sql`UPDATE orders SET created_at = '2026-02-11T23:59:59.999999Z' WHERE partner_order_ref = 'a-2'`.execute(
+        db,
+      );
+      assert.ok((await migrate(database)).includes("0026_order_day_counts"));
+      const list = (filter: Partial<OrderFilter>) =>
+        listOrders(db, partnerId, { ...noFilter, ...filter }, 1, 10).then((r) => r.total);
+      const expect = async (want: number[]) =>
+        assert.deepEqual(
+          [
+            await list({ from: "2026-02-10T00:00:00Z", to: "2026-02-11T23:59:59.999999Z" }),
+            await list({ from: "2026-02-11T00:00:00Z" }),
+            await list({ to: "2026-02-10T23:59:59Z", statuses: ["rejected"] }),
+            await list({ from: "2026-02-01T00:00:00Z", to: "2026-02-28T00:00:00Z", sources: ["bank"] }),
+          ],
+          want,
+        );
+      await expect([3, 3, 1, 2]);
+      const roll = await new OrdersService(db, systemClock).rollDays({ budgetMs: 60_000 });
+      assert.deepEqual([roll.days, roll.done], [2, true]);
+      await expect([3, 3, 1, 2]);
+      // The rows are read: one moved shows in a total that keeps its whole day.
+      await sql`UPDATE order_day_counts SET orders = orders + 10 WHERE partner_id = ${partnerId} AND day = '2026-02-10'`.execute(
+        db,
+      );
+      assert.equal(await list({ from: "2026-02-10T00:00:00Z", to: "2026-02-11T23:59:59.999999Z" }), 3 + 20);
     });
   });
 });

@@ -5,7 +5,9 @@ import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
 import type { Tx } from "../../db/transaction.ts";
+import type { Clock } from "../../platform/clock.ts";
 import { lookUpClient } from "../clients/index.ts";
+import { partnersBehind, rollableUntil, rollNextDay } from "./order-days-store.ts";
 import { type OrderPage, type OrderView, orderView } from "./order-views.ts";
 import { findOrder, findOrderByRef, findOrdersByIds, listOrders } from "./orders-store.ts";
 
@@ -21,10 +23,51 @@ export interface OrderListQuery {
 
 export type OrderListResult = ({ ok: true } & OrderPage) | { ok: false; error: "invalid_client" };
 
+/** What one run of OrdersService.rollDays did. */
+export interface RollResult {
+  /** Days with orders counted into order_day_counts. */
+  days: number;
+  /** Whether every partner is rolled up to `until` (false: stopped first). */
+  done: boolean;
+  /** The day before which every partner's days are rolled (when done). */
+  until: string;
+}
+
+export interface RollOptions {
+  /** How long the run may go on (measured on the service's clock between transactions). */
+  budgetMs: number;
+  /** A day to roll no further than, when earlier than rollableUntil() (tests). */
+  upTo?: string;
+  /** Asked between transactions: true stops the run (housekeeping stopping). */
+  stopping?: () => boolean;
+}
+
 export class OrdersService {
   readonly #db: Db;
-  constructor(db: Db) {
+  readonly #clock: Clock;
+  constructor(db: Db, clock: Clock) {
     this.#db = db;
+    this.#clock = clock;
+  }
+
+  /**
+   * Rolls each partner's days that are over into order_day_counts (order-days-store.ts), a day
+   * with orders per transaction, until every partner is rolled up, the budget is spent, or
+   * `stopping()` says so; the next run goes on from there.
+   */
+  async rollDays(options: RollOptions): Promise<RollResult> {
+    const ends = this.#clock.nowMs() + options.budgetMs;
+    const rollable = await rollableUntil(this.#db);
+    const until = options.upTo !== undefined && options.upTo < rollable ? options.upTo : rollable;
+    let days = 0;
+    for (const partnerId of await partnersBehind(this.#db, until)) {
+      for (;;) {
+        if (this.#clock.nowMs() >= ends || options.stopping?.() === true) return { days, done: false, until };
+        if ((await rollNextDay(this.#db, partnerId, until)) === "done") break;
+        days += 1;
+      }
+    }
+    return { days, done: true, until };
   }
 
   /** null when absent or another partner's (404). */

@@ -178,7 +178,10 @@ const pageRead = new WitnessedRead(
     //     leaves out, counted on each side;
     //   - any other range counts the orders it keeps.
     // The span is a guess at which side holds fewer orders; a wrong guess costs time, never the
-    // total. Any filter added later is counted.
+    // total. Before that guess, without a client filter, a range that keeps a whole day rolled up
+    // (migration 0026, order-days-store.ts) totals the rows of the whole days it keeps of those, plus the
+    // orders of the rest of the range, counted: its part of the days on either side, and the days
+    // not rolled yet. Any filter added later is counted.
     const names = shape.split(",").filter((f) => f !== "");
     const kept = names.every((f) => countedFilters.has(f));
     const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
@@ -192,6 +195,15 @@ const pageRead = new WitnessedRead(
     /** The first and the last time an order of the partner (or of the client) was made. */
     let ends = db.selectFrom("orders as b").where("b.partner_id", "=", p.partnerId);
     if (has("clientId")) ends = ends.where("b.client_id", "=", p.clientId);
+    // By days only without a client filter: the days are rolled up per partner. How far: a
+    // sub-select of its own wherever it is read, so that PostgreSQL runs each once per statement
+    // (a column of the row the totals are computed on would make the sums below correlated, run
+    // again for each order of the page).
+    const byDays = keptUnlessNarrowed && !has("clientId");
+    const rolledUntil = sql<string>`(${db
+      .selectFrom("order_days_rolled as r")
+      .where("r.partner_id", "=", p.partnerId)
+      .select("r.until")})`;
     const firstAndLast = ends.select((eb) => [
       eb.fn.min("b.created_at").as("first"),
       eb.fn.max("b.created_at").as("last"),
@@ -208,14 +220,44 @@ const pageRead = new WitnessedRead(
       AND (${start} - e.first) + (e.last - ${stop}) < ${stop} - ${start}`;
     const leftOut = sql<string>`${has("from") ? sql`(${countedOf(filtered().where("o.created_at", "<", p.from))})` : sql`0`}
       + ${has("to") ? sql`(${countedOf(filtered().where("o.created_at", ">", p.to))})` : sql`0`}`;
+    // The whole days the range keeps of those rolled, as [firstDay, endDay) (dates, UTC; `from`
+    // and `to` are inclusive, to the microsecond): their rows, and the orders of the range before
+    // and after them, counted.
+    const firstDay = has("from")
+      ? sql`(((${from()} - interval '1 microsecond') AT TIME ZONE 'UTC')::date + 1)`
+      : sql`'-infinity'::date`;
+    const endDay = has("to")
+      ? sql`least(((${to()} + interval '1 microsecond') AT TIME ZONE 'UTC')::date, ${rolledUntil})`
+      : rolledUntil;
+    const midnight = (day: RawBuilder<unknown>) => sql<string>`((${day})::timestamp AT TIME ZONE 'UTC')`;
+    const keepsRolledDays = sql<boolean>`${rolledUntil} IS NOT NULL AND ${firstDay} < ${endDay}`;
+    let dayRows = db
+      .selectFrom("order_day_counts as d")
+      .where("d.partner_id", "=", p.partnerId)
+      .where(sql<boolean>`d.day >= ${firstDay} AND d.day < ${endDay}`);
+    if (has("sources")) dayRows = dayRows.where("d.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
+    if (has("statuses"))
+      dayRows = dayRows.where("d.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
+    const daysSum = dayRows.select(sql<string>`coalesce(sum(d.orders), 0)`.as("n"));
+    // Bounded above even without `to`: PostgreSQL takes a bound it cannot know before the statement
+    // runs (the day rolled up to) alone for a third of the orders, and would read them all, in
+    // parallel; with an upper bound as well it takes the two for a narrow range, read on the index.
+    const afterDays = filtered()
+      .where("o.created_at", ">=", midnight(endDay))
+      .where("o.created_at", "<=", has("to") ? p.to : sql<string>`'infinity'::timestamptz`);
+    const byRolledDays = sql<string>`(${daysSum})
+      + ${has("from") ? sql`(${countedOf(filtered().where("o.created_at", ">=", p.from).where("o.created_at", "<", midnight(firstDay)))})` : sql`0`}
+      + (${countedOf(afterDays)})`;
     // A sub-select in a branch not taken is never run: every range costs two index probes, then
-    // one that leaves nothing out the kept counts, one that leaves little out those and the count
-    // of that little, any other the count of what it keeps.
+    // one that leaves nothing out the kept counts, one that keeps a day rolled up the days' rows
+    // and the count of the rest, one that leaves little out the kept counts and the count of that
+    // little, any other the count of what it keeps.
     const counted = kept
       ? keptSum
       : keptUnlessNarrowed
         ? db.selectFrom(firstAndLast.as("e")).select(
             sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum})
+                ${byDays ? sql`WHEN ${keepsRolledDays} THEN ${byRolledDays}` : sql``}
                 WHEN ${leavesLessOut} THEN (${keptSum}) - (${leftOut})
                 ELSE (${countedRows}) END`.as("total"),
           )
