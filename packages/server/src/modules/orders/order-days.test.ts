@@ -302,6 +302,51 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
   });
 });
 
+describe("orders: a partner whose roll-up fails", () => {
+  test("holds the others back in nothing, and its own days stay as they were", async () => {
+    const database = await openTestDatabase();
+    const db = database.db;
+    try {
+      // Two partners, the failing one first in the roll-up's order (by id).
+      const [failing, fine] = [
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-000000000002",
+      ];
+      await sql`INSERT INTO partners (id, name) VALUES (${failing}, 'Failing'), (${fine}, 'Fine')`.execute(
+        db,
+      );
+      const at = [micro(Date.UTC(2026, 2, 1, 10))];
+      await writeOrders(db, failing, [(await insertClient(db, failing, 1)).id], at, "f");
+      await writeOrders(db, fine, [(await insertClient(db, fine, 1)).id], at, "g");
+      // A row of a day not rolled yet: a broken count, which the roll-up refuses to add to.
+      await sql`INSERT INTO order_day_counts (partner_id, day, status, source, orders)
+                SELECT partner_id, '2026-03-01', status, source, 5 FROM orders WHERE partner_id = ${failing}`.execute(
+        db,
+      );
+      await assert.rejects(rollDays(db, { budgetMs: 60_000 }), /order_day_counts_pkey|duplicate key/);
+      const rolled = await db.selectFrom("order_days_rolled").select(["partner_id", "until"]).execute();
+      assert.deepEqual(
+        rolled.map((r) => r.partner_id),
+        [fine],
+      );
+      const rows = await db
+        .selectFrom("order_day_counts")
+        .select(["partner_id", "orders"])
+        .orderBy("partner_id")
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => [r.partner_id, Number(r.orders)]),
+        [
+          [failing, 5],
+          [fine, 1],
+        ],
+      );
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe("orders: days rolled up while several connections write into them (PostgreSQL)", {
   skip: !onPostgres,
 }, () => {

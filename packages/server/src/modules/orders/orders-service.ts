@@ -53,21 +53,32 @@ export class OrdersService {
   /**
    * Rolls each partner's days that are over into order_day_counts (order-days-store.ts), a day
    * with orders per transaction, until every partner is rolled up, the budget is spent, or
-   * `stopping()` says so; the next run goes on from there.
+   * `stopping()` says so; the next run goes on from there. A partner whose roll-up fails does not
+   * hold the others back: the first failure is thrown once the others have had their turn.
    */
   async rollDays(options: RollOptions): Promise<RollResult> {
     const ends = this.#clock.nowMs() + options.budgetMs;
     const rollable = await rollableUntil(this.#db);
     const until = options.upTo !== undefined && options.upTo < rollable ? options.upTo : rollable;
     let days = 0;
-    for (const partnerId of await partnersBehind(this.#db, until)) {
-      for (;;) {
-        if (this.#clock.nowMs() >= ends || options.stopping?.() === true) return { days, done: false, until };
-        if ((await rollNextDay(this.#db, partnerId, until)) === "done") break;
-        days += 1;
+    let failed: { err: unknown } | null = null;
+    let done = true;
+    partners: for (const partnerId of await partnersBehind(this.#db, until)) {
+      try {
+        for (;;) {
+          if (this.#clock.nowMs() >= ends || options.stopping?.() === true) {
+            done = false;
+            break partners;
+          }
+          if ((await rollNextDay(this.#db, partnerId, until)) === "done") break;
+          days += 1;
+        }
+      } catch (err) {
+        failed ??= { err };
       }
     }
-    return { days, done: true, until };
+    if (failed !== null) throw failed.err;
+    return { days, done, until };
   }
 
   /** null when absent or another partner's (404). */
