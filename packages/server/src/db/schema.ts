@@ -247,8 +247,8 @@ export interface OrderCountsTable {
   source: OrderSource;
   status: OrderStatus;
   partner_id: string;
-  /** bigint, read as text */
-  orders: ColumnType<string, never, never>;
+  /** bigint, read as a number (db/database.ts reads int8 so, and refuses one past 2^53) */
+  orders: ColumnType<number, never, never>;
 }
 
 /** A partner's orders of one day (UTC) and kind, once the day is rolled up (migration 0026). */
@@ -258,8 +258,8 @@ export interface OrderDayCountsTable {
   day: ColumnType<string, string, never>;
   status: OrderStatus;
   source: OrderSource;
-  /** bigint, read as text */
-  orders: ColumnType<string, never, never>;
+  /** bigint, read as a number (db/database.ts reads int8 so, and refuses one past 2^53) */
+  orders: ColumnType<number, never, never>;
 }
 
 /** How far a partner's days are rolled up: every day before `until` (UTC) is in order_day_counts. */
