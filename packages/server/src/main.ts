@@ -126,9 +126,25 @@ export function housekeepingJob(services: Services, logger: ReturnType<typeof cr
   /** The roll-up under way, if any: the next tick starts none beside it, and stop() waits for it. */
   let rolling: Promise<void> | null = null;
   let stopping = false;
+  /** Whether the roll-up's being held back by sessions it cannot see has been logged. */
+  let unseenLogged = false;
   const rollDays = async () => {
     try {
       const run = await services.orders.rollDays({ budgetMs: rollDaysBudgetMs, stopping: () => stopping });
+      if (run.until === null) {
+        if (!unseenLogged)
+          logger.warn(
+            { sessions: run.unseen },
+            "the orders' days are not rolled up while sessions of another role are connected to the database: " +
+              "when their transactions began cannot be seen (grant pg_read_all_stats to the service's role); " +
+              "orders pages stay exact, their totals counted",
+          );
+        unseenLogged = true;
+        return;
+      }
+      if (unseenLogged)
+        logger.info("the orders' days are rolled up again: every session's transactions can be seen");
+      unseenLogged = false;
       if (run.days > 0)
         logger.info({ days: run.days, until: run.until, done: run.done }, "rolled the orders' days up");
     } catch (err) {

@@ -7,6 +7,8 @@
 //
 // The migration says why no order is missed or counted twice: the roll-up of a partner takes its
 // lock exclusively, and never rolls a day on or after the day a transaction still running began.
+// It rolls none while a session whose transaction start its role cannot see is connected
+// (transactionsBegun's `unseen`).
 
 import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
@@ -22,16 +24,35 @@ function nextDay(day: string): string {
   return d.toISOString().slice(0, 10);
 }
 
-/**
- * The database's day (UTC), and when the oldest transaction still running in another session
- * began (null: none). Sessions of another role show no start; the service's own share one role.
- */
-export async function transactionsBegun(db: Db): Promise<{ today: string; oldest: string | null }> {
-  const { rows } = await sql<{ today: string; oldest: string | null }>`
+/** What the roll-up can know of the transactions running now (transactionsBegun). */
+export interface TransactionsBegun {
+  /** The database's day (UTC). */
+  today: string;
+  /** When the oldest transaction still running in another session began (null: none seen). */
+  oldest: string | null;
+  /**
+   * Sessions in this database whose transactions this role cannot see: sessions of another role,
+   * when this one neither has that role's privileges nor pg_read_all_stats. pg_stat_activity shows
+   * them with no transaction start; one of them may be writing an order of a day about to be
+   * rolled. Replication's senders, which write nothing, are not among them.
+   */
+  unseen: number;
+}
+
+/** The database's day, and the transactions running in other sessions as far as they can be seen. */
+export async function transactionsBegun(db: Db): Promise<TransactionsBegun> {
+  const { rows } = await sql<TransactionsBegun>`
     SELECT (now() AT TIME ZONE 'UTC')::date AS today,
            (SELECT min(a.xact_start)::text FROM pg_stat_activity a
              WHERE a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL
-               AND a.backend_type = 'client backend') AS oldest`.execute(db);
+               AND a.backend_type = 'client backend') AS oldest,
+           (SELECT count(*)::int FROM pg_stat_activity a
+             WHERE a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+               AND a.pid <> pg_backend_pid() AND a.usesysid IS NOT NULL
+               AND NOT pg_has_role(a.usesysid, 'USAGE') AND NOT pg_has_role('pg_read_all_stats', 'USAGE')
+               AND a.pid NOT IN (SELECT r.pid FROM pg_stat_replication r WHERE r.pid IS NOT NULL)) AS unseen`.execute(
+    db,
+  );
   const row = rows[0];
   if (row === undefined) throw new Error("the database gave no day");
   return row;
@@ -41,14 +62,16 @@ export async function transactionsBegun(db: Db): Promise<{ today: string; oldest
  * The day before which days may be rolled now: the database's day, or the day on which the oldest
  * transaction still running began, whichever is earlier. An order the service writes is of its
  * transaction's day, and takes no lock (migration 0026): no such order can fall in a day before
- * both.
+ * both. `until` is null while sessions this role cannot see are connected (`unseen`): when their
+ * transactions began is not known, so no day may be rolled.
  */
-export async function rollableUntil(db: Db): Promise<string> {
-  const { today, oldest } = await transactionsBegun(db);
-  if (oldest === null) return today;
+export async function rollableUntil(db: Db): Promise<{ until: string | null; unseen: number }> {
+  const { today, oldest, unseen } = await transactionsBegun(db);
+  if (unseen > 0) return { until: null, unseen };
+  if (oldest === null) return { until: today, unseen };
   const { rows } = await sql<{ day: string }>`
     SELECT least(${today}::date, (${oldest}::timestamptz AT TIME ZONE 'UTC')::date) AS day`.execute(db);
-  return rows[0]?.day ?? today;
+  return { until: rows[0]?.day ?? today, unseen };
 }
 
 /** The partners whose days are not all rolled up to `until`, by id. */

@@ -12,12 +12,13 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { sql } from "kysely";
-import type { DatabaseHandle, Db } from "../../db/database.ts";
+import pg from "pg";
+import { type DatabaseHandle, type Db, openDatabase } from "../../db/database.ts";
 import type { OrderSource, OrderStatus } from "../../db/schema.ts";
 import { systemClock } from "../../platform/clock.ts";
 import { seededRandom } from "../../platform/random.ts";
 import { insertClient } from "../../testing/fixtures.ts";
-import { onPostgres, openTestDatabase } from "../../testing/harness.ts";
+import { onPostgres, openTestDatabase, testDatabaseUrl } from "../../testing/harness.ts";
 import { rollableUntil, transactionsBegun } from "./order-days-store.ts";
 import { OrdersService, type RollOptions } from "./orders-service.ts";
 import { listOrders, type OrderFilter } from "./orders-store.ts";
@@ -178,7 +179,7 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
     const result = await rollDays(db, { budgetMs: 60_000 });
     assert.equal(result.done, true);
     assert.equal(result.days, Number(distinctDays.rows[0]?.n));
-    assert.equal(result.until, await rollableUntil(db));
+    assert.equal(result.until, (await rollableUntil(db)).until);
     const rolled = await db.selectFrom("order_days_rolled").select(["partner_id", "until"]).execute();
     assert.deepEqual(
       rolled.filter((r) => r.partner_id === partnerId || r.partner_id === otherId).map((r) => r.until),
@@ -283,10 +284,12 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
 
   test("the roll-up's bound is today, or the day the oldest transaction still running began", async () => {
     const today = await sql<{ d: string }>`SELECT (now() AT TIME ZONE 'UTC')::date AS d`.execute(db);
-    assert.equal(await rollableUntil(db), today.rows[0]?.d);
+    assert.deepEqual(await rollableUntil(db), { until: today.rows[0]?.d, unseen: 0 });
     if (!onPostgres) {
-      // One session: no other transaction to wait for.
-      assert.equal((await transactionsBegun(db)).oldest, null);
+      // One session: no other transaction to wait for, none unseen.
+      const seen = await transactionsBegun(db);
+      assert.equal(seen.oldest, null);
+      assert.equal(seen.unseen, 0);
       return;
     }
     // A transaction of another session, begun: the bound is no later than its day, and its start
@@ -299,6 +302,62 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
         SELECT ${seen.oldest}::timestamptz <= ${began.rows[0]?.t}::timestamptz AS ok`.execute(db);
       assert.equal(ok.rows[0]?.ok, true, `${seen.oldest} is no later than ${began.rows[0]?.t}`);
     });
+  });
+});
+
+describe("orders: no day rolled while sessions the service's role cannot see are connected (PostgreSQL)", {
+  skip: !onPostgres,
+}, () => {
+  // pg_stat_activity shows a session of another role with no transaction start unless the role
+  // reading it has that role's privileges or pg_read_all_stats. Such a session may be writing an
+  // order of the day the roll-up is about to count (migration 0026): while one is connected, the
+  // roll-up must not roll any day.
+  test("a session of another role holds every day back; pg_read_all_stats lets the roll-up see it", async () => {
+    const url = testDatabaseUrl as string;
+    const tag = crypto.randomBytes(4).toString("hex");
+    const [service, other] = [`cp_roll_service_${tag}`, `cp_roll_other_${tag}`];
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const as = (role: string) => {
+      const u = new URL(url);
+      u.username = role;
+      u.password = "";
+      return u.toString();
+    };
+    let handle: DatabaseHandle | null = null;
+    const otherSession = new pg.Client({ connectionString: as(other) });
+    try {
+      await admin.query(`CREATE ROLE ${service} LOGIN; CREATE ROLE ${other} LOGIN`);
+      handle = await openDatabase({ databaseUrl: as(service), pgliteDir: null, poolSize: 1 });
+      const today = await sql<{ d: string }>`SELECT (now() AT TIME ZONE 'UTC')::date::text AS d`.execute(
+        handle.db,
+      );
+      // The other role's session, in a transaction.
+      await otherSession.connect();
+      await otherSession.query("BEGIN");
+      await otherSession.query("SELECT 1");
+      const blind = await rollableUntil(handle.db);
+      assert.equal(blind.until, null, "no day may be rolled");
+      assert.ok(blind.unseen >= 1, `the other role's session is counted (${blind.unseen})`);
+      const run = await new OrdersService(handle.db, systemClock).rollDays({ budgetMs: 60_000 });
+      assert.deepEqual(
+        { ...run, unseen: run.unseen >= 1 },
+        { days: 0, done: false, until: null, unseen: true },
+      );
+      // Granted pg_read_all_stats, the service's role sees every session: the bound is the
+      // oldest transaction's day again (at most today).
+      await admin.query(`GRANT pg_read_all_stats TO ${service}`);
+      const seeing = await rollableUntil(handle.db);
+      assert.equal(seeing.unseen, 0);
+      assert.ok(seeing.until !== null && seeing.until <= (today.rows[0]?.d as string), `${seeing.until}`);
+      const seen = await transactionsBegun(handle.db);
+      assert.ok(seen.oldest !== null, "the other session's transaction start is seen");
+    } finally {
+      await otherSession.end().catch(() => {});
+      await handle?.close();
+      await admin.query(`DROP ROLE IF EXISTS ${service}; DROP ROLE IF EXISTS ${other}`);
+      await admin.end();
+    }
   });
 });
 

@@ -27,10 +27,15 @@ export type OrderListResult = ({ ok: true } & OrderPage) | { ok: false; error: "
 export interface RollResult {
   /** Days with orders counted into order_day_counts. */
   days: number;
-  /** Whether every partner is rolled up to `until` (false: stopped first). */
+  /** Whether every partner is rolled up to `until` (false: stopped first, or nothing may be rolled). */
   done: boolean;
-  /** The day before which every partner's days are rolled (when done). */
-  until: string;
+  /** The day before which every partner's days are rolled (when done); null: none may be now. */
+  until: string | null;
+  /**
+   * Sessions of the database whose transactions the service's role cannot see
+   * (order-days-store.ts, transactionsBegun): while there are any, no day is rolled.
+   */
+  unseen: number;
 }
 
 export interface RollOptions {
@@ -59,7 +64,8 @@ export class OrdersService {
   async rollDays(options: RollOptions): Promise<RollResult> {
     const ends = this.#clock.nowMs() + options.budgetMs;
     const rollable = await rollableUntil(this.#db);
-    const until = options.upTo !== undefined && options.upTo < rollable ? options.upTo : rollable;
+    if (rollable.until === null) return { days: 0, done: false, until: null, unseen: rollable.unseen };
+    const until = options.upTo !== undefined && options.upTo < rollable.until ? options.upTo : rollable.until;
     let days = 0;
     let failed: { err: unknown } | null = null;
     let done = true;
@@ -78,7 +84,7 @@ export class OrdersService {
       }
     }
     if (failed !== null) throw failed.err;
-    return { days, done, until };
+    return { days, done, until, unseen: 0 };
   }
 
   /** null when absent or another partner's (404). */
