@@ -3,7 +3,10 @@
 // 25 s), first 10,000 then 1,000,000, and at each size times the statement the service runs for a
 // page of GET /v1/partner/orders (listOrders, its total included) under each kind of filter,
 // printing p50 and p95; at 1,000,000 it also prints the plans of the totals.
-// Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N]
+// Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N] [--keep | --reuse NAME]
+//   --keep         leaves the database seeded at 1,000,000 orders, and prints its name (drop it by hand)
+//   --reuse NAME   times the pages and prints the plans on such a database, seeding nothing (a change
+//                  to the statement measured in a minute; the ratios need a full run)
 
 import crypto from "node:crypto";
 import pg from "pg";
@@ -17,35 +20,46 @@ import { systemClock } from "../packages/server/src/platform/clock.ts";
 const args = process.argv.slice(2);
 const runsAt = args.indexOf("--runs");
 const runs = runsAt === -1 ? 60 : Number(args[runsAt + 1]);
-const positional = args.filter((a, i) => !a.startsWith("--") && (runsAt === -1 || i !== runsAt + 1));
+const reuseAt = args.indexOf("--reuse");
+const reuse = reuseAt === -1 ? null : (args[reuseAt + 1] ?? "");
+if (reuse !== null && !/^cp_plan_[0-9]+$/.test(reuse))
+  throw new Error(`--reuse takes a cp_plan_… name: ${reuse}`);
+const keep = args.includes("--keep") || reuse !== null;
+const valueAt = new Set([runsAt + 1, reuseAt + 1]);
+const positional = args.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 const baseUrl = positional[0] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const dbName = `cp_plan_${Date.now()}`;
+const dbName = reuse ?? `cp_plan_${Date.now()}`;
 const admin = new pg.Client({ connectionString: baseUrl });
 await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
+if (reuse === null) await admin.query(`CREATE DATABASE ${dbName}`);
 const url = new URL(baseUrl);
 url.pathname = `/${dbName}`;
 const db = new pg.Client({ connectionString: url.toString() });
 const handle = await openDatabase({ databaseUrl: url.toString(), pgliteDir: null, poolSize: 2 });
 const out = (line = "") => process.stdout.write(`${line}\n`);
 try {
-  await migrate(handle);
-  await seedCatalog(handle.db, englishCountryName);
   await db.connect();
   // As the service's connections (docs/decisions.md, "No JIT on the service's connections").
   await db.query("SET jit = off");
-  const partner = crypto.randomUUID();
-  await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan')`, [partner]);
-  await db.query(
-    `INSERT INTO clients (partner_id, partner_client_id, account_type, name, birth_date, status, email, phone,
+  const partner: string =
+    reuse === null
+      ? crypto.randomUUID()
+      : (await db.query(`SELECT id FROM partners WHERE name = 'plan'`)).rows[0].id;
+  if (reuse === null) {
+    await migrate(handle);
+    await seedCatalog(handle.db, englishCountryName);
+    await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan')`, [partner]);
+    await db.query(
+      `INSERT INTO clients (partner_id, partner_client_id, account_type, name, birth_date, status, email, phone,
        residency_id, citizenship_id, place_of_birth_id, government_id_number, government_id_doe, address,
        employment, trading_volume, account_purpose)
      SELECT $1, 'c-' || i, 'personal', 'n', '1990-01-01', 'verified', 'c' || i || '@x.test',
        '+9715' || lpad(i::text, 8, '0'), 'ae', 'ae', 'ae', 'g-' || i, '2030-01-01', '{}', '{"status":"retired"}',
        'x', '{long_term_investment}'
      FROM generate_series(1, 1000) i`,
-    [partner],
-  );
+      [partner],
+    );
+  }
   const client500 = Number(
     (await db.query(`SELECT id FROM clients WHERE partner_client_id = 'c-500'`)).rows[0].id,
   );
@@ -155,39 +169,49 @@ try {
   }
 
   out(`orders list statement (listOrders, page_size 20), PostgreSQL, ${runs} runs after 5 warm-up\n`);
-  const seed10k = await insertOrders(1, 10_000);
-  const roll10k = await rollDays();
-  const at10k = await timePages();
-  // Days rolled already: each of these orders adds itself to its day's row (its day is before
-  // its transaction's), as an order written late would.
-  const seed1m = await insertOrders(10_001, 1_000_000);
-  const roll1m = await rollDays();
-  const at1m = await timePages();
-  out(
-    `seeded 10,000 orders in ${seed10k} ms, then 990,000 more in ${seed1m} ms (triggers on, then VACUUM ANALYZE)`,
-  );
-  out(
-    `rolled their days up: ${roll10k.days} days in ${roll10k.ms} ms, then ${roll1m.days} more in ${roll1m.ms} ms\n`,
-  );
-  const rows = [["page", "total@10k", "p50", "p95", "total@1M", "p50", "p95", "p95 ratio"]];
-  for (const [name] of pages) {
-    const a = at10k.get(name)!;
-    const b = at1m.get(name)!;
-    rows.push([
-      name,
-      String(a.total),
-      a.p50.toFixed(2),
-      a.p95.toFixed(2),
-      String(b.total),
-      b.p50.toFixed(2),
-      b.p95.toFixed(2),
-      (b.p95 / a.p95).toFixed(2),
-    ]);
+  if (reuse !== null) {
+    const figures = await timePages();
+    out(`on ${reuse} as it is, seeding nothing:`);
+    for (const [name, f] of figures)
+      out(
+        `${name.padEnd(52)} ${String(f.total).padStart(7)}  ${f.p50.toFixed(2).padStart(7)}  ${f.p95.toFixed(2).padStart(7)}`,
+      );
+    out("(total, p50 and p95 in ms)\n");
+  } else {
+    const seed10k = await insertOrders(1, 10_000);
+    const roll10k = await rollDays();
+    const at10k = await timePages();
+    // Days rolled already: each of these orders adds itself to its day's row (its day is before
+    // its transaction's), as an order written late would.
+    const seed1m = await insertOrders(10_001, 1_000_000);
+    const roll1m = await rollDays();
+    const at1m = await timePages();
+    out(
+      `seeded 10,000 orders in ${seed10k} ms, then 990,000 more in ${seed1m} ms (triggers on, then VACUUM ANALYZE)`,
+    );
+    out(
+      `rolled their days up: ${roll10k.days} days in ${roll10k.ms} ms, then ${roll1m.days} more in ${roll1m.ms} ms\n`,
+    );
+    const rows = [["page", "total@10k", "p50", "p95", "total@1M", "p50", "p95", "p95 ratio"]];
+    for (const [name] of pages) {
+      const a = at10k.get(name)!;
+      const b = at1m.get(name)!;
+      rows.push([
+        name,
+        String(a.total),
+        a.p50.toFixed(2),
+        a.p95.toFixed(2),
+        String(b.total),
+        b.p50.toFixed(2),
+        b.p95.toFixed(2),
+        (b.p95 / a.p95).toFixed(2),
+      ]);
+    }
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows)
+      out(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "));
+    out("(times in ms)\n");
   }
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows)
-    out(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "));
-  out("(times in ms)\n");
 
   const queries: [string, string, unknown[]][] = [
     [
@@ -249,6 +273,7 @@ try {
 } finally {
   await handle.close().catch(() => {});
   await db.end().catch(() => {});
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  if (keep) out(`kept the database ${dbName}: drop it by hand (DROP DATABASE ${dbName})`);
+  else await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await admin.end();
 }

@@ -92,6 +92,32 @@ describe("orders", () => {
     assert.equal((await get("/v1/partner/orders?page_size=1")).json().items.length, 1);
   });
 
+  test("every page of every size is its slice of the whole list, the last one to its last order", async () => {
+    // A page is read only when the total says it holds an order (orders-store.ts): a last page of
+    // a single order, and pages past the end, pin that condition to the exact total.
+    for (const filter of ["", "&partner_client_id=client-2", "&status=completed&source=bank"]) {
+      const whole = (await get(`/v1/partner/orders?page_size=100${filter}`)).json();
+      const ids = whole.items.map((o: { id: number }) => o.id);
+      assert.equal(whole.total, ids.length);
+      for (let size = 1; size <= ids.length + 1; size++) {
+        const pages = Math.ceil(ids.length / size);
+        for (let page = 1; page <= pages + 1; page++) {
+          const body = (await get(`/v1/partner/orders?page=${page}&page_size=${size}${filter}`)).json();
+          const label = `page ${page} of size ${size}${filter}`;
+          assert.equal(body.total, ids.length, label);
+          assert.deepEqual(
+            body.items.map((o: { id: number }) => o.id),
+            ids.slice((page - 1) * size, page * size),
+            label,
+          );
+        }
+      }
+    }
+    // A filter nothing matches: no page holds an order.
+    const none = (await get("/v1/partner/orders?partner_client_id=client-1&status=rejected")).json();
+    assert.deepEqual(none, { items: [], total: 0, page: 1, page_size: 10 });
+  });
+
   test("filters: client, repeatable status and source, inclusive datetime range", async () => {
     const c2 = (await get("/v1/partner/orders?partner_client_id=client-2&page_size=100")).json();
     assert.ok(c2.items.every((o: { partner_client_id: string }) => o.partner_client_id === "client-2"));
