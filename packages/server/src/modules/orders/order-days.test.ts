@@ -409,6 +409,65 @@ describe("orders: a partner whose roll-up fails", () => {
 describe("orders: days rolled up while several connections write into them (PostgreSQL)", {
   skip: !onPostgres,
 }, () => {
+  test("an order whose commit the roll-up overtakes is counted: the roll-up waits for it", async () => {
+    // The one interleaving the partner's lock is for, made to happen: an order of a past day
+    // reads, at its commit, that its day is not rolled (so it does not add itself to the day's
+    // row), and has not committed yet when the roll-up counts that day. A trigger of this test
+    // (fired after count_order, whose trigger's name comes first) holds such an order's commit
+    // for a while. With the lock, the roll-up waits for that commit and counts the order; without
+    // it, the day's row misses the order, every time.
+    const database = await openTestDatabase();
+    const db = database.db;
+    const writer = new pg.Client({ connectionString: testDatabaseUrl as string });
+    try {
+      const schema = (await sql<{ s: string }>`SELECT current_schema() AS s`.execute(db)).rows[0]
+        ?.s as string;
+      await sql`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$`.execute(db);
+      await sql`CREATE CONSTRAINT TRIGGER zz_slow_commit AFTER INSERT ON orders
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                WHEN (NEW.partner_order_ref LIKE 'slow-%') EXECUTE FUNCTION slow_commit()`.execute(db);
+      const partnerId = crypto.randomUUID();
+      await sql`INSERT INTO partners (id, name) VALUES (${partnerId}, 'Overtaken')`.execute(db);
+      const clients = [(await insertClient(db, partnerId, 1)).id];
+      const day = Date.UTC(2026, 1, 10);
+      await writeOrders(db, partnerId, clients, [micro(day + 3_600_000)], "before");
+      await writer.connect();
+      await writer.query(`SET search_path = ${schema}`);
+      const pid = (await writer.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
+      const slow = writer.query(
+        `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit,
+           debit_asset_id, fee_asset_id, created_at)
+         VALUES ($1, $2, 'slow-1', 'deposit', 'bank', 'completed', 1, 'AED', 'AED', $3::timestamptz)`,
+        [partnerId, clients[0], instant(micro(day + 7_200_000))],
+      );
+      // The order's commit is in the test's trigger, past count_order: the roll-up now.
+      for (let i = 0; ; i++) {
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid} AND wait_event = 'PgSleep'`.execute(
+          db,
+        );
+        if (rows[0]?.n === 1) break;
+        assert.ok(i < 500, "the slow order's commit was never seen waiting");
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const upTo = new Date(day + dayMs).toISOString().slice(0, 10);
+      const run = await rollDays(db, { budgetMs: 60_000, upTo });
+      assert.equal(run.days, 1);
+      await slow;
+      const { kept, counted } = await dayRowsAgainstOrders(db);
+      const mine = (rows: string[]) => rows.filter((r) => r.startsWith(partnerId));
+      assert.equal(
+        mine(counted).reduce((n, r) => n + Number(r.split(" ").at(-1)), 0),
+        2,
+      );
+      assert.deepEqual(mine(kept), mine(counted));
+    } finally {
+      await writer.end().catch(() => {});
+      await database.close();
+    }
+  });
+
   test("each order is counted once, whether written before, during or after its day's roll-up", async () => {
     const database = await openTestDatabase();
     const db = database.db;
