@@ -158,15 +158,10 @@ const pageRead = new WitnessedRead(
     let q = filtered();
     if (has("from")) q = q.where("o.created_at", ">=", p.from);
     if (has("to")) q = q.where("o.created_at", "<=", p.to);
-    // Read only when the total says the page holds an order: the total is exact and of the same
-    // snapshot, so the condition changes no page, and PostgreSQL checks it once, before reading
-    // any order (a one-time filter). A client's page under a status it has none of read each of
-    // its orders to find none.
     const pageRows = q
       .innerJoin("clients as c", "c.id", "o.client_id")
       .select(orderColumns)
       .select("c.partner_client_id")
-      .where(sql<boolean>`n.total > ${p.offset}`)
       .orderBy("o.created_at", "desc")
       .orderBy("o.id", "desc")
       .limit(p.limit)
@@ -257,22 +252,16 @@ const pageRead = new WitnessedRead(
     // one that leaves nothing out the kept counts, one that keeps a day rolled up the days' rows
     // and the count of the rest, one that leaves little out the kept counts and the count of that
     // little, any other the count of what it keeps.
-    //
-    // OFFSET 0 keeps the total a row of its own, computed once: pulled up into the statement, its
-    // expression would be copied into the page's condition below, and every count in it run twice.
     const counted = kept
-      ? keptSum.offset(0)
+      ? keptSum
       : keptUnlessNarrowed
-        ? db
-            .selectFrom(firstAndLast.as("e"))
-            .select(
-              sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum})
+        ? db.selectFrom(firstAndLast.as("e")).select(
+            sql<string>`CASE WHEN ${leavesNothingOut} THEN (${keptSum})
                 ${byDays ? sql`WHEN ${keepsRolledDays} THEN ${byRolledDays}` : sql``}
                 WHEN ${leavesLessOut} THEN (${keptSum}) - (${leftOut})
                 ELSE (${countedRows}) END`.as("total"),
-            )
-            .offset(0)
-        : countedRows.offset(0);
+          )
+        : countedRows;
     // `p.*` names the page's own columns, fixed when the statement is prepared: a column a
     // migration adds to orders does not reach it.
     return db
