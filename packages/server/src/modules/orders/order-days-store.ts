@@ -28,7 +28,7 @@ function nextDay(day: string): string {
 export interface TransactionsBegun {
   /** The database's day (UTC). */
   today: string;
-  /** When the oldest transaction still running in another session began (null: none seen). */
+  /** When the oldest transaction still running in another session of this database began (null: none seen). */
   oldest: string | null;
   /**
    * Sessions in this database whose transactions this role cannot see: sessions of another role,
@@ -41,13 +41,16 @@ export interface TransactionsBegun {
 
 /** The database's day, and the transactions running in other sessions as far as they can be seen. */
 export async function transactionsBegun(db: Db): Promise<TransactionsBegun> {
+  // Only sessions of this database: no other can write its orders (a backup of another database,
+  // one transaction for hours, holds nothing back).
   const { rows } = await sql<TransactionsBegun>`
+    WITH here AS (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
     SELECT (now() AT TIME ZONE 'UTC')::date AS today,
            (SELECT min(a.xact_start)::text FROM pg_stat_activity a
-             WHERE a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL
-               AND a.backend_type = 'client backend') AS oldest,
+             WHERE a.datid = (SELECT oid FROM here) AND a.pid <> pg_backend_pid()
+               AND a.xact_start IS NOT NULL AND a.backend_type = 'client backend') AS oldest,
            (SELECT count(*)::int FROM pg_stat_activity a
-             WHERE a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+             WHERE a.datid = (SELECT oid FROM here)
                AND a.pid <> pg_backend_pid() AND a.usesysid IS NOT NULL
                AND NOT pg_has_role(a.usesysid, 'USAGE') AND NOT pg_has_role('pg_read_all_stats', 'USAGE')
                AND a.pid NOT IN (SELECT r.pid FROM pg_stat_replication r WHERE r.pid IS NOT NULL)) AS unseen`.execute(

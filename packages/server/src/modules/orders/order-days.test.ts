@@ -302,6 +302,37 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
         SELECT ${seen.oldest}::timestamptz <= ${began.rows[0]?.t}::timestamptz AS ok`.execute(db);
       assert.equal(ok.rows[0]?.ok, true, `${seen.oldest} is no later than ${began.rows[0]?.t}`);
     });
+    // A transaction in another database of the cluster cannot write this one's orders: it holds
+    // nothing back (a backup of another database is one transaction for hours). Other tests'
+    // transactions here last milliseconds: of five looks, one at least sees none older than it.
+    const elsewhere = new URL(testDatabaseUrl as string);
+    elsewhere.pathname = "/postgres";
+    const other = new pg.Client({ connectionString: elsewhere.toString() });
+    await other.connect();
+    try {
+      await other.query("BEGIN");
+      const began = (await other.query<{ t: string }>("SELECT now()::text AS t")).rows[0]?.t as string;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const looks: (string | null)[] = [];
+      for (let i = 0; i < 5; i++) {
+        const { oldest } = await transactionsBegun(db);
+        const older =
+          oldest !== null &&
+          (
+            await sql<{
+              older: boolean;
+            }>`SELECT ${oldest}::timestamptz <= ${began}::timestamptz AS older`.execute(db)
+          ).rows[0]?.older === true;
+        looks.push(older ? oldest : null);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(
+        looks.includes(null),
+        `another database's transaction (${began}) was taken for this one's: ${looks}`,
+      );
+    } finally {
+      await other.end().catch(() => {});
+    }
   });
 });
 
