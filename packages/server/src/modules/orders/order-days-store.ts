@@ -34,7 +34,8 @@ export interface TransactionsBegun {
    * Sessions in this database whose transactions this role cannot see: sessions of another role,
    * when this one neither has that role's privileges nor pg_read_all_stats. pg_stat_activity shows
    * them with no transaction start; one of them may be writing an order of a day about to be
-   * rolled. Replication's senders, which write nothing, are not among them.
+   * rolled. Replication's senders, which write nothing, are not among them, nor PostgreSQL's own
+   * processes (autovacuum and the like have no role).
    */
   unseen: number;
 }
