@@ -13,8 +13,8 @@ import type { Services } from "./services.ts";
 import { insertClient } from "./testing/fixtures.ts";
 import { startTestContext, type TestContext } from "./testing/harness.ts";
 
-describe("housekeeping: the orders' days", () => {
-  let ctx: TestContext;
+/** A logger at info whose lines are kept, to be read by the test. */
+function loggedLines() {
   const lines: string[] = [];
   const logger = createLogger(
     "info",
@@ -25,6 +25,12 @@ describe("housekeeping: the orders' days", () => {
       },
     }),
   );
+  return { lines, logger };
+}
+
+describe("housekeeping: the orders' days", () => {
+  let ctx: TestContext;
+  const { lines, logger } = loggedLines();
 
   before(async () => {
     ctx = await startTestContext();
@@ -77,16 +83,7 @@ describe("housekeeping: the orders' days", () => {
 
 describe("housekeeping: a roll-up held back by sessions it cannot see", () => {
   test("is logged as a warning once, and its end once", async () => {
-    const lines: string[] = [];
-    const logger = createLogger(
-      "info",
-      new Writable({
-        write(chunk, _encoding, done) {
-          lines.push(String(chunk));
-          done();
-        },
-      }),
-    );
+    const { lines, logger } = loggedLines();
     // The orders' service as the roll-up finds the database: two ticks with a session it cannot
     // see (order-days-store.ts, transactionsBegun), then one without.
     const runs: RollResult[] = [

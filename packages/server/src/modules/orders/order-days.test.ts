@@ -445,7 +445,7 @@ describe("orders: days rolled up while several connections write into them (Post
     // reads, at its commit, that its day is not rolled (so it does not add itself to the day's
     // row), and has not committed yet when the roll-up counts that day. A trigger of this test
     // (fired after count_order, whose trigger's name comes first) holds such an order's commit
-    // for a while. With the lock, the roll-up waits for that commit and counts the order; without
+    // for 1.5 s. With the lock, the roll-up waits for that commit and counts the order; without
     // it, the day's row misses the order, every time.
     const database = await openTestDatabase();
     const db = database.db;
@@ -454,7 +454,7 @@ describe("orders: days rolled up while several connections write into them (Post
       const schema = (await sql<{ s: string }>`SELECT current_schema() AS s`.execute(db)).rows[0]
         ?.s as string;
       await sql`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.5); RETURN NULL; END $$`.execute(db);
+                BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$`.execute(db);
       await sql`CREATE CONSTRAINT TRIGGER zz_slow_commit AFTER INSERT ON orders
                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
                 WHEN (NEW.partner_order_ref LIKE 'slow-%') EXECUTE FUNCTION slow_commit()`.execute(db);
@@ -472,14 +472,20 @@ describe("orders: days rolled up while several connections write into them (Post
          VALUES ($1, $2, 'slow-1', 'deposit', 'bank', 'completed', 1, 'AED', 'AED', $3::timestamptz)`,
         [partnerId, clients[0], instant(micro(day + 7_200_000))],
       );
-      // The order's commit is in the test's trigger, past count_order: the roll-up now.
-      for (let i = 0; ; i++) {
+      // The order's commit is in the test's trigger, past count_order: the roll-up now. (Seen
+      // committed before it was seen waiting, the order would prove nothing: the test fails.)
+      let committed = false;
+      slow.then(
+        () => (committed = true),
+        () => (committed = true),
+      );
+      for (;;) {
         const { rows } = await sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid} AND wait_event = 'PgSleep'`.execute(
           db,
         );
         if (rows[0]?.n === 1) break;
-        assert.ok(i < 500, "the slow order's commit was never seen waiting");
+        assert.equal(committed, false, "the slow order's commit was never seen waiting");
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       const upTo = new Date(day + dayMs).toISOString().slice(0, 10);
