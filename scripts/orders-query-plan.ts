@@ -25,7 +25,8 @@ const reuse = reuseAt === -1 ? null : (args[reuseAt + 1] ?? "");
 if (reuse !== null && !/^cp_plan_[0-9]+$/.test(reuse))
   throw new Error(`--reuse takes a cp_plan_… name: ${reuse}`);
 const keep = args.includes("--keep") || reuse !== null;
-const valueAt = new Set([runsAt + 1, reuseAt + 1]);
+/** Where the values of --runs and --reuse stand (none when the option is not given). */
+const valueAt = new Set([runsAt, reuseAt].filter((i) => i !== -1).map((i) => i + 1));
 const positional = args.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 const baseUrl = positional[0] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = reuse ?? `cp_plan_${Date.now()}`;

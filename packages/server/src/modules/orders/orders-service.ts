@@ -84,7 +84,7 @@ export class OrdersService {
       }
     }
     if (failed !== null) throw failed.err;
-    return { days, done, until, unseen: 0 };
+    return { days, done, until, unseen: rollable.unseen };
   }
 
   /** null when absent or another partner's (404). */

@@ -93,8 +93,8 @@ describe("orders", () => {
   });
 
   test("every page of every size is its slice of the whole list, the last one to its last order", async () => {
-    // A page is read only when the total says it holds an order (orders-store.ts): a last page of
-    // a single order, and pages past the end, pin that condition to the exact total.
+    // Offset, limit and total agree for every size: a last page of a single order, and pages past
+    // the end (empty, with the same total).
     for (const filter of ["", "&partner_client_id=client-2", "&status=completed&source=bank"]) {
       const whole = (await get(`/v1/partner/orders?page_size=100${filter}`)).json();
       const ids = whole.items.map((o: { id: number }) => o.id);
