@@ -1,6 +1,6 @@
 // Queries on orders. Each takes a db or a transaction.
 
-import { type Insertable, type RawBuilder, sql } from "kysely";
+import { type Insertable, type RawBuilder, type SelectQueryBuilder, sql } from "kysely";
 import { type CredentialWitness, WitnessedRead } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
 import type { OrderSource, OrderStatus, OrdersTable } from "../../db/schema.ts";
@@ -126,14 +126,32 @@ interface PageParameters {
   offset: number;
 }
 
-/** Which of OrderFilter's filters a page has, by name, comma-separated: the page's shape. */
+/**
+ * A page's shape: which of OrderFilter's filters it has, by name, comma-separated; for a first
+ * page, then `|` and the rows it reads (firstPageRows).
+ */
 type PageShape = string;
 
 /** The filters a page's shape names (a name not of OrderFilter fails the type check). */
 function shapeFilters(shape: PageShape): (filter: keyof OrderFilter) => boolean {
-  const names = new Set(shape.split(","));
+  const names = new Set(filterNames(shape));
   return (filter) => names.has(filter);
 }
+
+function filterNames(shape: PageShape): string[] {
+  return (shape.split("|")[0] ?? "").split(",").filter((f) => f !== "");
+}
+
+/**
+ * The rows a first page reads, written in its statement as a constant: the least of these that
+ * holds the page. PostgreSQL plans a prepared statement once for every run only when that plan is
+ * estimated to cost no more than one planned for the run's values; a LIMIT or an OFFSET given as a
+ * parameter it takes for a tenth of the rows that match, so that for a partner (or a client) of many
+ * orders it planned every page anew, which cost more than running it (docs/decisions.md, "A first
+ * page planned once"). Later pages keep both as parameters. Four sizes at most per filter shape
+ * keep the statements each connection prepares few.
+ */
+const firstPageRows = [10, 20, 50, 100] as const;
 
 /** The filters under which a total is read from the kept counts (migrations 0019, 0020). */
 const countedFilters: ReadonlySet<string> = new Set<keyof OrderFilter>(["clientId", "sources", "statuses"]);
@@ -158,14 +176,38 @@ const pageRead = new WitnessedRead(
     let q = filtered();
     if (has("from")) q = q.where("o.created_at", ">=", p.from);
     if (has("to")) q = q.where("o.created_at", "<=", p.to);
-    const pageRows = q
-      .innerJoin("clients as c", "c.id", "o.client_id")
-      .select(orderColumns)
-      .select("c.partner_client_id")
-      .orderBy("o.created_at", "desc")
-      .orderBy("o.id", "desc")
-      .limit(p.limit)
-      .offset(p.offset);
+    // Under a status or a source, the page's orders are found on the index alone, which carries
+    // both (migration 0027): the ids of the page, in an index-only scan that passes over the
+    // orders of other kinds without reading them, then the page's own orders by id. Otherwise the
+    // index's next orders are the page's, read as they are found.
+    const onIndex = has("statuses") || has("sources");
+    const firstRows = shape.split("|")[1];
+    /** The page's bounds: a first page's rows as a constant, any other page's as parameters. */
+    const paged = <D, T extends keyof D, O>(query: SelectQueryBuilder<D, T, O>) =>
+      firstRows === undefined
+        ? query.limit(p.limit).offset(p.offset)
+        : query.limit(sql.lit(Number(firstRows)));
+    const pageRows = onIndex
+      ? db
+          .selectFrom(
+            q
+              .select(["o.id", "o.created_at"])
+              .orderBy("o.created_at", "desc")
+              .orderBy("o.id", "desc")
+              .$call(paged)
+              .as("i"),
+          )
+          .innerJoin("orders as o", "o.id", "i.id")
+          .innerJoin("clients as c", "c.id", "o.client_id")
+          .select(orderColumns)
+          .select("c.partner_client_id")
+      : q
+          .innerJoin("clients as c", "c.id", "o.client_id")
+          .select(orderColumns)
+          .select("c.partner_client_id")
+          .orderBy("o.created_at", "desc")
+          .orderBy("o.id", "desc")
+          .$call(paged);
     // Filtered by nothing but client, source and status, the total is the kept count (migrations
     // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead
     // of a count of every order. It is read in the statement's snapshot, as the page is, so the
@@ -182,7 +224,7 @@ const pageRead = new WitnessedRead(
     // (migration 0026, order-days-store.ts) totals the rows of the whole days it keeps of those, plus the
     // orders of the rest of the range, counted: its part of the days on either side, and the days
     // not rolled yet. Any filter added later is counted.
-    const names = shape.split(",").filter((f) => f !== "");
+    const names = filterNames(shape);
     const kept = names.every((f) => countedFilters.has(f));
     const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
     let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", p.partnerId);
@@ -293,13 +335,16 @@ export async function listOrders(
     from: filter.from !== null,
     to: filter.to !== null,
   } satisfies Record<keyof OrderFilter, boolean>;
-  const shape = Object.entries(given)
+  const filters = Object.entries(given)
     .flatMap(([name, on]) => (on ? [name] : []))
     .join(",");
+  const firstRows = page === 1 ? firstPageRows.find((n) => n >= pageSize) : undefined;
+  const shape = firstRows === undefined ? filters : `${filters}|${firstRows}`;
   const values = { partnerId, ...filter, limit: pageSize, offset: (page - 1) * pageSize };
   const result = await pageRead.select(db, values, witness, shape);
   const first = result[0];
   if (first === undefined) throw new Error("the page of orders returned no row");
-  const rows = result.filter((r) => r.id !== null) as OrderRow[];
+  // A first page may read more rows than it holds (firstPageRows): the page is its first ones.
+  const rows = (result.filter((r) => r.id !== null) as OrderRow[]).slice(0, pageSize);
   return { rows, total: Number(first.total) };
 }

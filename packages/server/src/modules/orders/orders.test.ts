@@ -94,11 +94,20 @@ describe("orders", () => {
 
   test("every page of every size is its slice of the whole list, the last one to its last order", async () => {
     // Offset, limit and total agree for every size: a last page of a single order, and pages past
-    // the end (empty, with the same total).
-    for (const filter of ["", "&partner_client_id=client-2", "&status=completed&source=bank"]) {
+    // the end (empty, with the same total). A first page reads the rows of the next of its constant
+    // sizes, a page found on the index by a status or a source reads its ids first (orders-store.ts):
+    // under each filter, with and without a range of dates.
+    for (const filter of [
+      "",
+      "&partner_client_id=client-2",
+      "&status=completed&source=bank",
+      "&from_datetime=2026-11-01T03:00:00Z&to_datetime=2026-11-01T14:00:00Z",
+      "&partner_client_id=client-1&status=completed&from_datetime=2026-11-01T02:30:00Z",
+    ]) {
       const whole = (await get(`/v1/partner/orders?page_size=100${filter}`)).json();
       const ids = whole.items.map((o: { id: number }) => o.id);
       assert.equal(whole.total, ids.length);
+      assert.ok(ids.length > 2, `${filter}: ${ids.length} orders`);
       for (let size = 1; size <= ids.length + 1; size++) {
         const pages = Math.ceil(ids.length / size);
         for (let page = 1; page <= pages + 1; page++) {
