@@ -27,7 +27,7 @@ async function genericRuns(tx: Tx): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-describe("orders: a first page is planned once", { skip: !onPostgres }, () => {
+describe("orders: how a page is planned and read", { skip: !onPostgres }, () => {
   let database: DatabaseHandle;
   let db: Db;
   let partnerId: string;
