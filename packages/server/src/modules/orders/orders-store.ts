@@ -132,14 +132,19 @@ interface PageParameters {
  */
 type PageShape = string;
 
-/** The filters a page's shape names (a name not of OrderFilter fails the type check). */
-function shapeFilters(shape: PageShape): (filter: keyof OrderFilter) => boolean {
-  const names = new Set(filterNames(shape));
-  return (filter) => names.has(filter);
-}
-
-function filterNames(shape: PageShape): string[] {
-  return (shape.split("|")[0] ?? "").split(",").filter((f) => f !== "");
+/**
+ * A page's shape read back: the filters it names, whether it has one (a name not of OrderFilter
+ * fails the type check), and a first page's rows (none for a later page).
+ */
+function readShape(shape: PageShape) {
+  const [filters = "", rows] = shape.split("|");
+  const names = filters.split(",").filter((f) => f !== "");
+  const named = new Set(names);
+  return {
+    names,
+    has: (filter: keyof OrderFilter) => named.has(filter),
+    firstRows: rows === undefined ? undefined : Number(rows),
+  };
 }
 
 /**
@@ -164,7 +169,7 @@ const countedFilters: ReadonlySet<string> = new Set<keyof OrderFilter>(["clientI
  */
 const pageRead = new WitnessedRead(
   (db, p: PageParameters, shape: PageShape) => {
-    const has = shapeFilters(shape);
+    const { names, has, firstRows } = readShape(shape);
     /** The partner's orders under the page's filters but its range of dates. */
     const filtered = () => {
       let f = db.selectFrom("orders as o").where("o.partner_id", "=", p.partnerId);
@@ -181,12 +186,9 @@ const pageRead = new WitnessedRead(
     // orders of other kinds without reading them, then the page's own orders by id. Otherwise the
     // index's next orders are the page's, read as they are found.
     const onIndex = has("statuses") || has("sources");
-    const firstRows = shape.split("|")[1];
     /** The page's bounds: a first page's rows as a constant, any other page's as parameters. */
     const paged = <D, T extends keyof D, O>(query: SelectQueryBuilder<D, T, O>) =>
-      firstRows === undefined
-        ? query.limit(p.limit).offset(p.offset)
-        : query.limit(sql.lit(Number(firstRows)));
+      firstRows === undefined ? query.limit(p.limit).offset(p.offset) : query.limit(sql.lit(firstRows));
     const pageRows = onIndex
       ? db
           .selectFrom(
@@ -224,7 +226,6 @@ const pageRead = new WitnessedRead(
     // (migration 0026, order-days-store.ts) totals the rows of the whole days it keeps of those, plus the
     // orders of the rest of the range, counted: its part of the days on either side, and the days
     // not rolled yet. Any filter added later is counted.
-    const names = filterNames(shape);
     const kept = names.every((f) => countedFilters.has(f));
     const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
     let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", p.partnerId);
