@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import { sql } from "kysely";
 import type { DatabaseHandle, Db } from "../../db/database.ts";
 import type { Tx } from "../../db/transaction.ts";
@@ -52,9 +53,19 @@ describe("orders: how a page is planned and read", { skip: !onPostgres }, () => 
         LATERAL (SELECT timestamptz '2026-01-01' + i * interval '1 minute' AS t) x`;
     await write(clientId, "r-", "{completed,rejected}").execute(db);
     await write(otherId, "o-", "{failed,failed}").execute(db);
-    // Vacuumed, as autovacuum leaves orders that are no longer new: an index-only scan then reads
-    // nothing of the table for them.
-    await sql`VACUUM ANALYZE orders`.execute(db);
+    // Vacuumed until every page of orders is marked all-visible, as autovacuum leaves orders that
+    // are no longer new: an index-only scan then reads nothing of the table for them. VACUUM marks
+    // a page only once no transaction that began before its rows were committed still runs, and
+    // other test files' transactions on the same cluster count: it is run again until it has, at
+    // most 100 times, 0.1 s apart.
+    for (let run = 1; ; run++) {
+      await sql`VACUUM ANALYZE orders`.execute(db);
+      const { rows } = await sql<{ visible: boolean }>`
+        SELECT relallvisible = relpages AS visible FROM pg_class WHERE oid = 'orders'::regclass`.execute(db);
+      if (rows[0]?.visible === true) break;
+      if (run === 100) throw new Error("orders' pages never all-visible: an older transaction kept running");
+      await delay(100);
+    }
     await sql`ANALYZE order_counts`.execute(db);
   });
   after(async () => {
