@@ -1,14 +1,16 @@
 // Evidence for docs/operations.md ("Orders list with a million orders"): fills a fresh PostgreSQL
 // database with orders of one partner (1,000 clients, all sources and statuses, one order every
-// 25 s), first 10,000 then 1,000,000, and at each size times the statement the service runs for a
-// page of GET /v1/partner/orders (listOrders, its total included) under each kind of filter,
-// printing p50 and p95; at 1,000,000 it also prints the plans of the totals.
+// 25 s), first 10,000 then 1,000,000, beside a small partner's 1,000, and at each size times the
+// statement the service runs for a page of GET /v1/partner/orders (listOrders, its total included)
+// under each kind of filter, printing p50 and p95 and how many runs were on the plan PostgreSQL
+// made once; at 1,000,000 it also prints the plans of the totals.
 // Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N] [--keep | --reuse NAME]
 //   --keep         leaves the database seeded at 1,000,000 orders, and prints its name (drop it by hand)
 //   --reuse NAME   times the pages and prints the plans on such a database, seeding nothing (a change
 //                  to the statement measured in a minute; the ratios need a full run)
 
 import crypto from "node:crypto";
+import { sql } from "kysely";
 import pg from "pg";
 import { openDatabase } from "../packages/server/src/db/database.ts";
 import { migrate } from "../packages/server/src/db/migrate.ts";
@@ -61,8 +63,47 @@ try {
       [partner],
     );
   }
+  // A second partner, small: 10 clients of 100 orders each, in March. PostgreSQL weighs a plan made
+  // for a run's values by what that partner has; beside a partner of a million orders, its pages
+  // were planned anew at each run (docs/decisions.md, "A page planned once for any partner or
+  // client").
+  const small: string =
+    reuse === null
+      ? crypto.randomUUID()
+      : (await db.query(`SELECT id FROM partners WHERE name = 'plan-small'`)).rows[0].id;
+  if (reuse === null) {
+    await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan-small')`, [small]);
+    await db.query(
+      `INSERT INTO clients (partner_id, partner_client_id, account_type, name, birth_date, status, email, phone,
+       residency_id, citizenship_id, place_of_birth_id, government_id_number, government_id_doe, address,
+       employment, trading_volume, account_purpose)
+     SELECT $1, 's-' || i, 'personal', 'n', '1990-01-01', 'verified', 's' || i || '@x.test',
+       '+9716' || lpad(i::text, 8, '0'), 'ae', 'ae', 'ae', 's-' || i, '2030-01-01', '{}', '{"status":"retired"}',
+       'x', '{long_term_investment}'
+     FROM generate_series(1, 10) i`,
+      [small],
+    );
+    await db.query(
+      `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
+         fee_asset_id, created_at, transitioned_at, updated_at)
+       SELECT c.partner_id, c.id, 's-' || c.id || '-' || k, 'deposit', 'bank',
+         (ARRAY['completed','completed','completed','rejected','failed'])[1 + k % 5], 1, 'AED', 'AED', t, t, t
+       FROM clients c, generate_series(1, 100) k,
+         LATERAL (SELECT timestamptz '2026-03-01' + (k * 10 + c.id % 10) * interval '1 minute' AS t) x
+       WHERE c.partner_id = $1`,
+      [small],
+    );
+  }
   const client500 = Number(
-    (await db.query(`SELECT id FROM clients WHERE partner_client_id = 'c-500'`)).rows[0].id,
+    (
+      await db.query(`SELECT id FROM clients WHERE partner_id = $1 AND partner_client_id = 'c-500'`, [
+        partner,
+      ])
+    ).rows[0].id,
+  );
+  const smallClient = Number(
+    (await db.query(`SELECT id FROM clients WHERE partner_id = $1 AND partner_client_id = 's-5'`, [small]))
+      .rows[0].id,
   );
 
   /** Orders from..to (1-based), in one statement, as many as the service's triggers see. */
@@ -162,26 +203,60 @@ try {
     ],
     ["one day", { ...none, from: "2026-01-02T00:00:00Z", to: "2026-01-02T23:59:59Z" }, 1],
   ];
+  /** The small partner's pages: timed at both sizes of the first partner. */
+  const smallPages: [string, OrderFilter, number][] = [
+    ["small partner: first page", none, 1],
+    ["small partner: one client", { ...none, clientId: smallClient }, 1],
+    ["small partner: one day", { ...none, from: "2026-03-01T00:00:00Z", to: "2026-03-01T23:59:59Z" }, 1],
+  ];
+  const cases: [string, string, OrderFilter, number][] = [
+    ...pages.map(([name, filter, page]): [string, string, OrderFilter, number] => [
+      name,
+      partner,
+      filter,
+      page,
+    ]),
+    ...smallPages.map(([name, filter, page]): [string, string, OrderFilter, number] => [
+      name,
+      small,
+      filter,
+      page,
+    ]),
+  ];
   const percentile = (sorted: number[], p: number) =>
     sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
   // Each size is timed on connections of its own, as the service's would be. PostgreSQL weighs a
   // prepared statement's plan made once against the plans it made for each run so far, on that
   // connection: statements first run at 10,000 orders would be weighed at a million against
   // plans made at 10,000, as no connection of the service sees its orders grow a hundredfold.
-  async function timePages(): Promise<Map<string, { p50: number; p95: number; total: number }>> {
-    const figures = new Map<string, { p50: number; p95: number; total: number }>();
-    const timed = await openDatabase({ databaseUrl: url.toString(), pgliteDir: null, poolSize: 2 });
+  // Also counted: how many of the timed runs PostgreSQL ran on the plan it made once, the others
+  // planned for their values (pg_prepared_statements, of the one connection).
+  type Figures = { p50: number; p95: number; total: number; once: number };
+  async function timePages(): Promise<Map<string, Figures>> {
+    const figures = new Map<string, Figures>();
+    const timed = await openDatabase({ databaseUrl: url.toString(), pgliteDir: null, poolSize: 1 });
+    const runsOnce = async () =>
+      Number(
+        (
+          await sql<{
+            n: string;
+          }>`SELECT coalesce(sum(generic_plans), 0) AS n FROM pg_prepared_statements`.execute(timed.db)
+        ).rows[0]?.n,
+      );
     try {
-      for (const [name, filter, page] of pages) {
+      for (const [name, of, filter, page] of cases) {
         const times: number[] = [];
         let total = 0;
+        let once = 0;
         for (let i = 0; i < runs + 5; i++) {
+          if (i === 5) once = -(await runsOnce());
           const started = process.hrtime.bigint();
-          total = (await listOrders(timed.db, partner, filter, page, 20)).total;
+          total = (await listOrders(timed.db, of, filter, page, 20)).total;
           if (i >= 5) times.push(Number(process.hrtime.bigint() - started) / 1e6);
         }
+        once += await runsOnce();
         times.sort((a, b) => a - b);
-        figures.set(name, { p50: percentile(times, 0.5), p95: percentile(times, 0.95), total });
+        figures.set(name, { p50: percentile(times, 0.5), p95: percentile(times, 0.95), total, once });
       }
     } finally {
       await timed.close();
@@ -195,9 +270,9 @@ try {
     out(`on ${reuse} as it is, seeding nothing:`);
     for (const [name, f] of figures)
       out(
-        `${name.padEnd(52)} ${String(f.total).padStart(7)}  ${f.p50.toFixed(2).padStart(7)}  ${f.p95.toFixed(2).padStart(7)}`,
+        `${name.padEnd(52)} ${String(f.total).padStart(7)}  ${f.p50.toFixed(2).padStart(7)}  ${f.p95.toFixed(2).padStart(7)}  ${String(f.once).padStart(4)}`,
       );
-    out("(total, p50 and p95 in ms)\n");
+    out(`(total, p50 and p95 in ms, and how many of the ${runs} runs were on the plan made once)\n`);
   } else {
     const seed10k = await insertOrders(1, 10_000);
     const roll10k = await rollDays();
@@ -218,8 +293,8 @@ try {
     out(
       `rolled their days up: ${roll10k.days} days in ${roll10k.ms} ms, then ${roll1m.days} more in ${roll1m.ms} ms\n`,
     );
-    const rows = [["page", "total@10k", "p50", "p95", "total@1M", "p50", "p95", "p95 ratio"]];
-    for (const [name] of pages) {
+    const rows = [["page", "total@10k", "p50", "p95", "once", "total@1M", "p50", "p95", "once", "p95 ratio"]];
+    for (const [name] of cases) {
       const a = at10k.get(name)!;
       const b = at1m.get(name)!;
       rows.push([
@@ -227,16 +302,18 @@ try {
         String(a.total),
         a.p50.toFixed(2),
         a.p95.toFixed(2),
+        String(a.once),
         String(b.total),
         b.p50.toFixed(2),
         b.p95.toFixed(2),
+        String(b.once),
         (b.p95 / a.p95).toFixed(2),
       ]);
     }
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const r of rows)
       out(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "));
-    out("(times in ms)\n");
+    out(`(times in ms; once: how many of the ${runs} runs were on the plan made once)\n`);
   }
 
   const queries: [string, string, unknown[]][] = [
