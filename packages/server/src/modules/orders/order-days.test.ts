@@ -303,8 +303,10 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
       assert.equal(ok.rows[0]?.ok, true, `${seen.oldest} is no later than ${began.rows[0]?.t}`);
     });
     // A transaction in another database of the cluster cannot write this one's orders: it holds
-    // nothing back (a backup of another database is one transaction for hours). Other tests'
-    // transactions here last milliseconds: of five looks, one at least sees none older than it.
+    // nothing back (a backup of another database is one transaction for hours). Other test files'
+    // transactions here (they share this database, each in its schema) last at most a second or
+    // two, the other database's for the whole look: of looks 50 ms apart, up to 100 of them (the
+    // first that sees none older ends them), one at least sees none older than it.
     const elsewhere = new URL(testDatabaseUrl as string);
     elsewhere.pathname = "/postgres";
     const other = new pg.Client({ connectionString: elsewhere.toString() });
@@ -314,7 +316,7 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
       const began = (await other.query<{ t: string }>("SELECT now()::text AS t")).rows[0]?.t as string;
       await new Promise((resolve) => setTimeout(resolve, 100));
       const looks: (string | null)[] = [];
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 100 && !looks.includes(null); i++) {
         const { oldest } = await transactionsBegun(db);
         const older =
           oldest !== null &&
@@ -324,11 +326,11 @@ describe(`orders: totals by rolled-up days (ORDER_DAYS_SEED=${seed})`, () => {
             }>`SELECT ${oldest}::timestamptz <= ${began}::timestamptz AS older`.execute(db)
           ).rows[0]?.older === true;
         looks.push(older ? oldest : null);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        if (older) await new Promise((resolve) => setTimeout(resolve, 50));
       }
       assert.ok(
         looks.includes(null),
-        `another database's transaction (${began}) was taken for this one's: ${looks}`,
+        `another database's transaction (${began}) was taken for this one's, ${looks.length} times: ${looks.slice(0, 5)}`,
       );
     } finally {
       await other.end().catch(() => {});
