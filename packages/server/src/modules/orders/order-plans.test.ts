@@ -1,13 +1,13 @@
 // How PostgreSQL plans and reads a page of orders (orders-store.ts; docs/decisions.md, "A first
-// page planned once", "A page planned once for any partner or client" and "A page under a status
+// page planned once", "A page planned once for any partner" and "A page under a status
 // or a source found on the index"):
 //   - the page's statement is prepared, and PostgreSQL runs a prepared statement on the plan it
 //     made once only while that plan is estimated to cost no more than the plans made for the
 //     runs' values. A LIMIT given as a parameter it estimates at a tenth of the rows that match, so
 //     that for a client of a few thousand orders every page was planned anew, at more cost than its
-//     run. A first page writes its rows as a constant. The partner and the client are read through
-//     a sub-select, unknown to either plan: else the pages of a partner smaller than the others, or
-//     of a client with more orders than most, were planned anew each time;
+//     run. A first page writes its rows as a constant. The partner is read through a sub-select,
+//     unknown to either plan: else the pages of a partner smaller than the others were planned anew
+//     at each run;
 //   - a status or a source stays known to the plan: under one that no order has, the page is found
 //     on the index by status (or source), not by reading the partner's index to its end;
 //   - a page under a status passes over the orders of other statuses on the index, which carries
@@ -59,8 +59,7 @@ describe("orders: how a page is planned and read", { skip: !onPostgres }, () => 
         LATERAL (SELECT timestamptz '2026-01-01' + i * interval '1 minute' AS t) x`;
     await write(clientId, "r-", "{completed,rejected}").execute(db);
     await write(otherId, "o-", "{failed,failed}").execute(db);
-    // Another partner's 1,000 clients, of three orders each, in 2025: beside them, the client above
-    // is one of a few of many orders among many of few.
+    // Another partner's 1,000 clients, of three orders each, in 2025.
     const manyId = crypto.randomUUID();
     await sql`INSERT INTO partners (id, name) VALUES (${manyId}, 'Many')`.execute(db);
     await sql`
@@ -111,7 +110,7 @@ describe("orders: how a page is planned and read", { skip: !onPostgres }, () => 
 
   const none: OrderFilter = { clientId: null, sources: [], statuses: [], from: null, to: null };
 
-  test("a first page runs on one plan after PostgreSQL's five, whatever partner or client it is for", async () => {
+  test("a first page runs on one plan after PostgreSQL's five, whatever partner it is for", async () => {
     // The small partner's first: a statement's plan made once is weighed against the mean of the
     // plans made for each run so far, on that connection, whoever they were for.
     const shapes: [string, string, OrderFilter][] = [
