@@ -44,45 +44,38 @@ try {
   await db.connect();
   // As the service's connections (docs/decisions.md, "No JIT on the service's connections").
   await db.query("SET jit = off");
-  const partner: string =
-    reuse === null
-      ? crypto.randomUUID()
-      : (await db.query(`SELECT id FROM partners WHERE name = 'plan'`)).rows[0].id;
   if (reuse === null) {
     await migrate(handle);
     await seedCatalog(handle.db, englishCountryName);
-    await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan')`, [partner]);
+  }
+  /** The partner named `name`: made, with its clients `prefix`-1 to `prefix`-`clients`, unless reused. */
+  async function partnerNamed(
+    name: string,
+    prefix: string,
+    clients: number,
+    phones: string,
+  ): Promise<string> {
+    if (reuse !== null) return (await db.query(`SELECT id FROM partners WHERE name = $1`, [name])).rows[0].id;
+    const id = crypto.randomUUID();
+    await db.query(`INSERT INTO partners (id, name) VALUES ($1, $2)`, [id, name]);
     await db.query(
       `INSERT INTO clients (partner_id, partner_client_id, account_type, name, birth_date, status, email, phone,
        residency_id, citizenship_id, place_of_birth_id, government_id_number, government_id_doe, address,
        employment, trading_volume, account_purpose)
-     SELECT $1, 'c-' || i, 'personal', 'n', '1990-01-01', 'verified', 'c' || i || '@x.test',
-       '+9715' || lpad(i::text, 8, '0'), 'ae', 'ae', 'ae', 'g-' || i, '2030-01-01', '{}', '{"status":"retired"}',
+     SELECT $1, $2 || '-' || i, 'personal', 'n', '1990-01-01', 'verified', $2 || i || '@x.test',
+       $3 || lpad(i::text, 8, '0'), 'ae', 'ae', 'ae', $2 || '-g-' || i, '2030-01-01', '{}', '{"status":"retired"}',
        'x', '{long_term_investment}'
-     FROM generate_series(1, 1000) i`,
-      [partner],
+     FROM generate_series(1, $4::int) i`,
+      [id, prefix, phones, clients],
     );
+    return id;
   }
+  const partner = await partnerNamed("plan", "c", 1000, "+9715");
   // A second partner, small: 10 clients of 100 orders each, in March. PostgreSQL weighs a plan made
   // for a run's values by what that partner has; beside a partner of a million orders, its pages
-  // were planned anew at each run (docs/decisions.md, "A page planned once for any partner or
-  // client").
-  const small: string =
-    reuse === null
-      ? crypto.randomUUID()
-      : (await db.query(`SELECT id FROM partners WHERE name = 'plan-small'`)).rows[0].id;
+  // were planned anew at each run (docs/decisions.md, "A page planned once for any partner").
+  const small = await partnerNamed("plan-small", "s", 10, "+9716");
   if (reuse === null) {
-    await db.query(`INSERT INTO partners (id, name) VALUES ($1, 'plan-small')`, [small]);
-    await db.query(
-      `INSERT INTO clients (partner_id, partner_client_id, account_type, name, birth_date, status, email, phone,
-       residency_id, citizenship_id, place_of_birth_id, government_id_number, government_id_doe, address,
-       employment, trading_volume, account_purpose)
-     SELECT $1, 's-' || i, 'personal', 'n', '1990-01-01', 'verified', 's' || i || '@x.test',
-       '+9716' || lpad(i::text, 8, '0'), 'ae', 'ae', 'ae', 's-' || i, '2030-01-01', '{}', '{"status":"retired"}',
-       'x', '{long_term_investment}'
-     FROM generate_series(1, 10) i`,
-      [small],
-    );
     await db.query(
       `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
          fee_asset_id, created_at, transitioned_at, updated_at)
