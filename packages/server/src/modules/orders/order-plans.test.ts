@@ -59,7 +59,8 @@ describe("orders: how a page is planned and read", { skip: !onPostgres }, () => 
         LATERAL (SELECT timestamptz '2026-01-01' + i * interval '1 minute' AS t) x`;
     await write(clientId, "r-", "{completed,rejected}").execute(db);
     await write(otherId, "o-", "{failed,failed}").execute(db);
-    // Another partner's 1,000 clients, of three orders each, in 2025.
+    // Another partner's 1,000 clients, of three orders each, in 2025: beside it, on the tree before,
+    // even the first partner's page with no filter was planned at each run.
     const manyId = crypto.randomUUID();
     await sql`INSERT INTO partners (id, name) VALUES (${manyId}, 'Many')`.execute(db);
     await sql`

@@ -159,17 +159,16 @@ function readShape(shape: PageShape) {
 const firstPageRows = [10, 20, 50, 100] as const;
 
 /**
- * The partner, as PostgreSQL plans a page for it without knowing it: read through a sub-select (an InitPlan,
- * run once per statement), it is unknown to the plans made for the runs' values as to the plan
- * made once, so that the two are estimated alike and PostgreSQL keeps the one made once
+ * The partner as PostgreSQL plans a page for it without knowing it: read through a sub-select (an
+ * InitPlan, run once per statement), it is unknown to the plans made for the runs' values as to
+ * the plan made once, so that the two are estimated alike and PostgreSQL keeps the one made once
  * (docs/decisions.md, "A page planned once for any partner"). Given plainly, the plans made for a
- * run's values weigh what that partner has: for a partner smaller than the
- * others, the plan made once came out dearer, and PostgreSQL planned every one of its pages anew,
- * at more cost than the page's run. Every page's orders are found on an index that leads by the
- * partner, which serves the largest partner as well as the smallest. A status or a source stays a
- * value the plan sees: under a status that few orders have, the index by status finds them at
- * once (5 blocks), where the partner's index would be read to its end (8,542 blocks at a million
- * orders).
+ * run's values weigh what that partner has: for a partner smaller than the others, the plan made
+ * once came out dearer, and PostgreSQL planned every one of its pages anew, at more cost than the
+ * page's run. Every page's orders are found on an index that leads by the partner, which serves
+ * the largest partner as well as the smallest. A status or a source stays a value the plan sees:
+ * under a status that few orders have, the index by status finds them at once (5 blocks), where
+ * the partner's index would be read to its end (8,542 blocks at a million orders).
  */
 function unweighedPartner(partnerId: string): RawBuilder<string> {
   return sql<string>`(SELECT ${partnerId}::uuid)`;
