@@ -7,6 +7,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { createHistogram } from "node:perf_hooks";
 import { generateKeyPair } from "@counterpart/protocol";
 import pg from "pg";
 import { type DatabaseHandle, openDatabase } from "../packages/server/src/db/database.ts";
@@ -215,7 +216,10 @@ export async function measureLoad(options: {
   process.stdout.write(
     `bench: ${options.label}: warm-up ${options.warmupS} s with ${load.connections} connections\n`,
   );
-  const warm = options.warmupS > 0 ? await runLoad({ ...load, durationS: options.warmupS }) : null;
+  const warm =
+    options.warmupS > 0
+      ? await runLoad({ ...load, durationS: options.warmupS, alsoRecord: undefined })
+      : null;
   const serverCpu = new CpuSampler(() => processTree(options.rootPid));
   const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
   const hostBefore = hostBusyTicks();
@@ -270,6 +274,123 @@ export async function measureLoad(options: {
     ok: target.ok,
   };
   return { target, side, notes };
+}
+
+/** One side of measureAlternated: whose process tree, and the load it gets. */
+export interface AlternatedSide {
+  label: string;
+  rootPid: number;
+  load: LoadOptions;
+}
+
+/**
+ * Two or more sides measured on one database, their time split into `rounds` slices and the sides
+ * alternated (A B, then B A, …), each slice measured as measureLoad measures a run. Sides measured
+ * one after the other, 10 s each, see the host in two states when its speed drifts (a neighbour's
+ * load, the CPU's clock): on 7 December the same tree gave balances 1.48× the reference in one run
+ * and 0.91× in the next. Alternated, a drift slower than a slice weighs on every side alike.
+ *
+ * Each side first warms up for `warmupS`, then runs `rounds` slices of `durationS / rounds` seconds;
+ * its figures are those of its slices together (operations and CPU summed, percentiles from every
+ * response's time). With one round, it is measureLoad, side after side.
+ */
+export async function measureAlternated(options: {
+  dbName: string;
+  warmupS: number;
+  durationS: number;
+  rounds: number;
+  sides: readonly AlternatedSide[];
+}): Promise<{ measured: { target: TargetResult; side: Side }[]; notes: string[] }> {
+  const { sides, rounds } = options;
+  const sliceS = Math.max(1, Math.round(options.durationS / rounds));
+  const histograms = sides.map(() => createHistogram());
+  const slices: { target: TargetResult; side: Side }[][] = sides.map(() => []);
+  const notes: string[] = [];
+  const warmups: TargetResult["warmup"][] = [];
+  for (let r = 0; r < rounds; r++) {
+    const order = sides.map((_, i) => i);
+    if (r % 2 === 1) order.reverse();
+    for (const i of order) {
+      const s = sides[i]!;
+      const m = await measureLoad({
+        label: rounds === 1 ? s.label : `${s.label}, round ${r + 1} of ${rounds}`,
+        rootPid: s.rootPid,
+        dbName: options.dbName,
+        warmupS: r === 0 ? options.warmupS : 0,
+        load: { ...s.load, durationS: sliceS, alsoRecord: histograms[i] },
+      });
+      if (r === 0) warmups[i] = m.target.warmup;
+      notes.push(...m.notes);
+      slices[i]!.push(m);
+    }
+  }
+  const measured = sides.map((s, i) => {
+    const parts = slices[i]!;
+    const histogram = histograms[i]!;
+    const sum = (f: (p: { target: TargetResult; side: Side }) => number) =>
+      parts.reduce((a, p) => a + f(p), 0);
+    const ops = sum((p) => p.side.ops);
+    const seconds = sum((p) => p.target.durationS);
+    const ticks = sum((p) => p.target.serverCpuTicks);
+    const ms = (us: number) => us / 1000;
+    /** A percentage of one core over the slices, each weighed by its length. */
+    const percent = (f: (p: { target: TargetResult; side: Side }) => number) =>
+      sum((p) => f(p) * p.target.durationS) / seconds;
+    const statusCodes: Record<string, number> = {};
+    for (const p of parts)
+      for (const [code, n] of Object.entries(p.target.statusCodes))
+        statusCodes[code] = (statusCodes[code] ?? 0) + n;
+    const first = parts[0]!.target;
+    const latencyMs = {
+      mean: ms(histogram.mean),
+      p50: ms(histogram.percentile(50)),
+      p90: ms(histogram.percentile(90)),
+      p99: ms(histogram.percentile(99)),
+      max: ms(histogram.max),
+    };
+    const target: TargetResult = {
+      ...first,
+      label: s.label,
+      durationS: seconds,
+      requests: ops,
+      reqPerSecMean: ops / seconds,
+      latencyMs,
+      autocannonLatencyMs: {
+        p50: Math.max(...parts.map((p) => p.target.autocannonLatencyMs.p50)),
+        p99: Math.max(...parts.map((p) => p.target.autocannonLatencyMs.p99)),
+        mean: sum((p) => p.target.autocannonLatencyMs.mean * p.side.ops) / ops,
+      },
+      non2xx: sum((p) => p.target.non2xx),
+      errors: sum((p) => p.target.errors),
+      timeouts: sum((p) => p.target.timeouts),
+      statusCodes,
+      firstNon2xx: parts.find((p) => p.target.firstNon2xx !== null)?.target.firstNon2xx ?? null,
+      warmup: warmups[i]!,
+      serverCpuTicks: ticks,
+      serverCpuUsPerRequest: ops > 0 ? (ticks / clockTicksPerSecond() / ops) * 1e6 : Number.NaN,
+      serverCpuPercent: percent((p) => p.target.serverCpuPercent),
+      clientCpuPercent: percent((p) => p.target.clientCpuPercent),
+      otherCpuPercent: percent((p) => p.target.otherCpuPercent),
+      ok: parts.every((p) => p.target.ok),
+    };
+    const side: Side = {
+      ops,
+      opsPerS: ops / seconds,
+      p50Ms: latencyMs.p50,
+      p99Ms: latencyMs.p99,
+      serverCpuUsPerOp: target.serverCpuUsPerRequest,
+      serverCpuPercent: target.serverCpuPercent,
+      pgCpuUsPerOp: ops > 0 ? sum((p) => p.side.pgCpuUsPerOp * p.side.ops) / ops : Number.NaN,
+      pgCpuPercent: percent((p) => p.side.pgCpuPercent),
+      benchCpuPercent: target.clientCpuPercent,
+      otherCpuPercent: target.otherCpuPercent,
+      non2xx: sum((p) => p.side.non2xx),
+      errors: sum((p) => p.side.errors),
+      ok: parts.every((p) => p.side.ok),
+    };
+    return { target, side };
+  });
+  return { measured, notes };
 }
 
 // ---------------------------------------------------------------------------------------------

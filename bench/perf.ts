@@ -109,6 +109,9 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
     ...process.env,
     BENCH_ONLY: scenario,
     BENCH_ENTRY: "sources",
+    // One measured run per side, long enough for a window (the reads' sides are otherwise
+    // alternated in slices of 2 s).
+    BENCH_SLICES: "1",
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --perf-basic-prof`.trim(),
   };
   const child = spawn(process.execPath, ["bench/run.ts"], {

@@ -3,15 +3,26 @@
 // Every request freshly signed; 32 connections (BENCH_CONNECTIONS replaces them). Before the
 // loads, each client gets a few deposits through the service, so balances and orders exist.
 //
+// Each path's two sides share its time: BENCH_SLICES slices each (default 5, of 2 s at the default
+// 10 s), alternated, so that a drift of the host's speed weighs on both (compare.ts,
+// measureAlternated).
+//
 // Environment (besides run.ts's): BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS (see
-// deposits.ts).
+// deposits.ts), BENCH_SLICES.
 //
 // Then a bare route behind the same verification (the reference's /bare/asset-pairs, no SQL) is
 // loaded the same way, and each read's server CPU per request is printed against it: the issue
 // bounds it at 1.3 times.
 
 import { isDeepStrictEqual } from "node:util";
-import { type Comparison, comparison, measureLoad, printComparisons, startPair } from "../compare.ts";
+import {
+  type Comparison,
+  comparison,
+  measureAlternated,
+  measureLoad,
+  printComparisons,
+  startPair,
+} from "../compare.ts";
 import {
   fetchOnce,
   loadNotes,
@@ -21,6 +32,7 @@ import {
   type ScenarioReport,
   type TargetResult,
 } from "../lib.ts";
+import { intFromEnv } from "../proc.ts";
 
 /** Deposits per client before the reads: orders to page through. */
 const depositsPerClient = 4;
@@ -33,6 +45,7 @@ export const reads: Scenario = {
   async run(ctx): Promise<ScenarioReport> {
     const notes: string[] = [];
     const connections = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
+    const rounds = intFromEnv("BENCH_SLICES", 5, 1, 50);
     const pair = await startPair(ctx, { referenceAed: "0" });
     const { partner, service, reference } = pair;
 
@@ -112,23 +125,25 @@ export const reads: Scenario = {
     const comparisons: Comparison[] = [];
     const targets: TargetResult[] = [];
     for (const p of paths) {
-      const sides = [];
-      for (const [who, url, pid] of [
-        ["Counterpart", service.partnerUrl, service.child.pid],
-        ["reference", reference.url, reference.child.pid],
-      ] as const) {
-        const m = await measureLoad({
+      const m = await measureAlternated({
+        dbName: pair.dbName,
+        warmupS: ctx.warmupS,
+        durationS: ctx.durationS,
+        rounds,
+        sides: (
+          [
+            ["Counterpart", service.partnerUrl, service.child.pid],
+            ["reference", reference.url, reference.child.pid],
+          ] as const
+        ).map(([who, url, pid]) => ({
           label: `${p.name} (${who})`,
           rootPid: pid,
-          dbName: pair.dbName,
-          warmupS: ctx.warmupS,
           load: { url, request: p.request, partner, connections, durationS: ctx.durationS },
-        });
-        notes.push(...m.notes);
-        targets.push(m.target);
-        sides.push(m.side);
-      }
-      const [cp, ref] = sides;
+        })),
+      });
+      notes.push(...m.notes);
+      targets.push(...m.measured.map((x) => x.target));
+      const [cp, ref] = m.measured.map((x) => x.side);
       if (cp === undefined || ref === undefined) throw new Error("unreachable");
       comparisons.push(
         comparison(
@@ -165,7 +180,7 @@ export const reads: Scenario = {
     targets.push(bare.target);
 
     printComparisons(
-      `reads (${connections} connections, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${pair.workers} processes per server)`,
+      `reads (${connections} connections, ${ctx.durationS} s each in ${rounds} alternated slices, ${ctx.warmupS} s warm-up, ${pair.workers} processes per server)`,
       comparisons,
     );
     const cpuBound = comparisons.map((c) => ({
