@@ -85,8 +85,14 @@ if (nonAscii.test(output.text)) {
 fs.mkdirSync(path.join(dist, "migrations"), { recursive: true });
 writeAtomically(output.path, escapeNonAscii(output.text));
 const migrations = path.join(serverDir, "src/db/migrations");
-for (const name of fs.readdirSync(migrations).filter((n) => n.endsWith(".sql"))) {
+const shipped = fs.readdirSync(migrations).filter((n) => n.endsWith(".sql"));
+for (const name of shipped) {
   writeAtomically(path.join(dist, "migrations", name), fs.readFileSync(path.join(migrations, name)));
+}
+// A migration the tree no longer has (another branch's, one renamed) would otherwise stay beside
+// the bundle and be applied by it.
+for (const name of fs.readdirSync(path.join(dist, "migrations"))) {
+  if (!shipped.includes(name)) fs.rmSync(path.join(dist, "migrations", name), { force: true });
 }
 // The console reads its stylesheet and script from "assets" beside its module; in the bundle that
 // module is server.js.
