@@ -4,7 +4,8 @@
 // statement the service runs for a page of GET /v1/partner/orders (listOrders, its total included)
 // under each kind of filter, printing p50 and p95 and how many runs were on the plan PostgreSQL
 // made once; at 1,000,000 it also prints the plans of the totals.
-// Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N] [--keep | --reuse NAME]
+// Usage: node scripts/orders-query-plan.ts [DATABASE_URL] [--runs N] [--clients N] [--keep | --reuse NAME]
+//   --clients N    the large partner's clients (default 1,000; at least 500), its orders spread evenly
 //   --keep         leaves the database seeded at 1,000,000 orders, and prints its name (drop it by hand)
 //   --reuse NAME   times the pages and prints the plans on such a database, seeding nothing (a change
 //                  to the statement measured in a minute; the ratios need a full run)
@@ -22,13 +23,17 @@ import { systemClock } from "../packages/server/src/platform/clock.ts";
 const args = process.argv.slice(2);
 const runsAt = args.indexOf("--runs");
 const runs = runsAt === -1 ? 60 : Number(args[runsAt + 1]);
+const clientsAt = args.indexOf("--clients");
+const clientCount = clientsAt === -1 ? 1000 : Number(args[clientsAt + 1]);
+if (!Number.isInteger(clientCount) || clientCount < 500 || clientCount > 1_000_000)
+  throw new Error(`--clients takes a whole number from 500 to 1,000,000`);
 const reuseAt = args.indexOf("--reuse");
 const reuse = reuseAt === -1 ? null : (args[reuseAt + 1] ?? "");
 if (reuse !== null && !/^cp_plan_[0-9]+$/.test(reuse))
   throw new Error(`--reuse takes a cp_plan_… name: ${reuse}`);
 const keep = args.includes("--keep") || reuse !== null;
-/** Where the values of --runs and --reuse stand (none when the option is not given). */
-const valueAt = new Set([runsAt, reuseAt].filter((i) => i !== -1).map((i) => i + 1));
+/** Where the values of --runs, --clients and --reuse stand (none when the option is not given). */
+const valueAt = new Set([runsAt, clientsAt, reuseAt].filter((i) => i !== -1).map((i) => i + 1));
 const positional = args.filter((a, i) => !a.startsWith("--") && !valueAt.has(i));
 const baseUrl = positional[0] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = reuse ?? `cp_plan_${Date.now()}`;
@@ -70,7 +75,7 @@ try {
     );
     return id;
   }
-  const partner = await partnerNamed("plan", "c", 1000, "+9715");
+  const partner = await partnerNamed("plan", "c", clientCount, "+9715");
   // A second partner, small: 10 clients of 100 orders each, in March. PostgreSQL weighs a plan made
   // for a run's values by what that partner has; beside a partner of a million orders, its pages
   // were planned anew at each run (docs/decisions.md, "A page planned once for any partner").
@@ -99,30 +104,35 @@ try {
       .rows[0].id,
   );
 
-  /** Orders from..to (1-based), in one statement, as many as the service's triggers see. */
+  /**
+   * Orders from..to (1-based), 10,000 a statement, as many as the service's triggers see. In one
+   * transaction, each update of a count row walks past every version of it the transaction made
+   * before (a partner's row per slot and kind took 1,700 updates a statement at a million).
+   */
   async function insertOrders(from: number, to: number): Promise<number> {
     const started = Date.now();
-    await db.query(
-      `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
-         fee_asset_id, created_at, transitioned_at, updated_at)
-       SELECT $1, (SELECT min(id) FROM clients) + (i % 1000), 'r-' || i,
-         (ARRAY['deposit','withdrawal','buy','sell'])[1 + i % 4],
-         (ARRAY['bank','market','card'])[1 + i % 3],
-         (ARRAY['completed','completed','completed','rejected','failed'])[1 + i % 5],
-         1, 'AED', 'AED', t, t, t
-       FROM generate_series($2::int, $3::int) i,
-         LATERAL (SELECT timestamptz '2026-01-01' + i * interval '25 seconds' AS t) x`,
-      [partner, from, to],
-    );
+    for (let at = from; at <= to; at += 10_000)
+      await db.query(
+        `INSERT INTO orders (partner_id, client_id, partner_order_ref, type, source, status, debit, debit_asset_id,
+           fee_asset_id, created_at, transitioned_at, updated_at)
+         SELECT $1, (SELECT min(id) FROM clients) + (i % $4::int), 'r-' || i,
+           (ARRAY['deposit','withdrawal','buy','sell'])[1 + i % 4],
+           (ARRAY['bank','market','card'])[1 + i % 3],
+           (ARRAY['completed','completed','completed','rejected','failed'])[1 + i % 5],
+           1, 'AED', 'AED', t, t, t
+         FROM generate_series($2::int, $3::int) i,
+           LATERAL (SELECT timestamptz '2026-01-01' + i * interval '25 seconds' AS t) x`,
+        [partner, at, Math.min(to, at + 9_999), clientCount],
+      );
     // Every table, the orders' events among them (an event per order): left to autovacuum, their
     // vacuum would run while the pages are timed.
     await db.query("VACUUM ANALYZE");
-    // Compacted, as the service keeps it: this one statement updates each client's rows once per
-    // order in one transaction, where no version can be pruned while it runs (74 MB of them for
-    // 3,000 rows at a million). The service writes each order in a transaction of its own, and
-    // the rows' updates (HOT, fillfactor 50) are pruned in place.
-    await db.query("VACUUM FULL order_counts");
-    await db.query("VACUUM ANALYZE order_counts");
+    // Compacted, as the service keeps them: each statement updates each count row once per order
+    // in one transaction, where no version can be pruned while it runs (74 MB of them for 3,000
+    // rows at a million, in one statement). The service writes each order in a transaction of its
+    // own, and the rows' updates (HOT, fillfactor 50) are pruned in place.
+    await db.query("VACUUM FULL order_counts, order_slot_counts");
+    await db.query("VACUUM ANALYZE order_counts, order_slot_counts");
     // The seed's pages written out now, not while the pages are timed (a checkpoint spreads a
     // gigabyte's writes over minutes).
     await db.query("CHECKPOINT");
@@ -311,7 +321,12 @@ try {
 
   const queries: [string, string, unknown[]][] = [
     [
-      "total, no filter: the kept counts (migrations 0019, 0020)",
+      "total, no filter: the kept counts per slot (migration 0028)",
+      `SELECT coalesce(sum(k.orders), 0) FROM order_slot_counts k WHERE k.partner_id = $1`,
+      [partner],
+    ],
+    [
+      "what they replace: the kept counts per client (migrations 0019, 0020)",
       `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1`,
       [partner],
     ],
@@ -327,7 +342,7 @@ try {
     ],
     [
       "total from 2 January: the kept counts less the orders before it, counted",
-      `SELECT (SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1)
+      `SELECT (SELECT coalesce(sum(k.orders), 0) FROM order_slot_counts k WHERE k.partner_id = $1)
             - (SELECT count(*) FROM orders o WHERE o.partner_id = $1 AND o.created_at < '2026-01-02')`,
       [partner],
     ],
@@ -347,8 +362,8 @@ try {
       [partner],
     ],
     [
-      "total with status=completed: the kept counts (migration 0020)",
-      `SELECT coalesce(sum(k.orders), 0) FROM order_counts k WHERE k.partner_id = $1 AND k.status = any($2::text[])`,
+      "total with status=completed: the kept counts per slot (migration 0028)",
+      `SELECT coalesce(sum(k.orders), 0) FROM order_slot_counts k WHERE k.partner_id = $1 AND k.status = any($2::text[])`,
       [partner, ["completed"]],
     ],
     [

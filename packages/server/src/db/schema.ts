@@ -108,6 +108,7 @@ export interface Database {
   client_documents: ClientDocumentsTable;
   orders: OrdersTable;
   order_counts: OrderCountsTable;
+  order_slot_counts: OrderSlotCountsTable;
   order_day_counts: OrderDayCountsTable;
   order_days_rolled: OrderDaysRolledTable;
   accounts: AccountsTable;
@@ -247,6 +248,16 @@ export interface OrderCountsTable {
   source: OrderSource;
   status: OrderStatus;
   partner_id: string;
+  /** bigint, read as a number (db/database.ts reads int8 so, and refuses one past 2^53) */
+  orders: ColumnType<number, never, never>;
+}
+
+/** A partner's orders per house slot (client id mod 64), source and status (migration 0028). */
+export interface OrderSlotCountsTable {
+  partner_id: string;
+  status: OrderStatus;
+  source: OrderSource;
+  slot: number;
   /** bigint, read as a number (db/database.ts reads int8 so, and refuses one past 2^53) */
   orders: ColumnType<number, never, never>;
 }

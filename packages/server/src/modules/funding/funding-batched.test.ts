@@ -69,6 +69,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
       balances: string;
       events: string;
       counts: string;
+      slotCounts: string;
       signatures: string;
     }>`
       SELECT
@@ -77,6 +78,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
         (SELECT coalesce(string_agg(id || ':' || balance, ',' ORDER BY id), '') FROM accounts WHERE partner_id = ${partnerId}) AS balances,
         (SELECT count(*) FROM events WHERE partner_id = ${partnerId})::text AS events,
         (SELECT coalesce(sum(orders), 0) FROM order_counts WHERE partner_id = ${partnerId})::text AS counts,
+        (SELECT coalesce(sum(orders), 0) FROM order_slot_counts WHERE partner_id = ${partnerId})::text AS "slotCounts",
         (SELECT count(*) FROM used_signatures WHERE partner_id = ${partnerId})::text AS signatures
     `.execute(db());
     return rows[0]!;
@@ -133,6 +135,7 @@ describe("fund_orders(): orders committed together, each as its own statement", 
     assert.equal(Number(after.postings) - Number(before.postings), 4);
     assert.equal(Number(after.events) - Number(before.events), 2);
     assert.equal(Number(after.counts) - Number(before.counts), 2);
+    assert.equal(Number(after.slotCounts) - Number(before.slotCounts), 2);
     assert.equal(Number(after.signatures) - Number(before.signatures), 1);
     assert.equal((await clientBalances(db(), c0.id)).get("AED")?.balance, 150_000_001n);
     assert.equal((await clientBalances(db(), c6!.id)).get("AED")?.balance, 250_000_000n);

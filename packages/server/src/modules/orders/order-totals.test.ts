@@ -19,6 +19,7 @@ import { insertClient } from "../../testing/fixtures.ts";
 import { startTestContext, type TestContext, type TestPartner } from "../../testing/harness.ts";
 import { openDatabaseBefore } from "../../testing/migrations.ts";
 import { englishCountryName, seedCatalog } from "../catalog/index.ts";
+import { houseSlot } from "../ledger/legs.ts";
 import { OrdersService } from "./orders-service.ts";
 import { listOrders, type OrderFilter } from "./orders-store.ts";
 
@@ -233,33 +234,42 @@ describe("orders: the list's total", () => {
       before.c1CompletedFromSecond,
       (await total("?partner_client_id=client-1&status=completed")) - 1,
     );
-    // Only a changed count shows which totals read it; it is put back at once.
-    const shift = (by: number) =>
+    // Only a changed count shows which totals read it; it is put back at once. A client's totals
+    // read the client's rows (order_counts), the partner's its rows per house slot
+    // (order_slot_counts, migration 0028).
+    const clientRow = (by: number) =>
       sql`UPDATE order_counts SET orders = orders + ${by}
            WHERE client_id = ${c1.id} AND source = 'bank' AND status = 'completed'`.execute(db);
-    await shift(100);
-    try {
-      const read = await totals();
-      const moved = [
+    const slotRow = (by: number) =>
+      sql`UPDATE order_slot_counts SET orders = orders + ${by}
+           WHERE partner_id = ${ctx.partner.id} AND slot = ${houseSlot(c1.id)}
+             AND source = 'bank' AND status = 'completed'`.execute(db);
+    const readers = {
+      client: ["c1", "c1Either", "c1BankCompleted", "c1Until2100", "c1CompletedFromSecond"],
+      partner: [
         "all",
-        "c1",
         "bank",
         "completed",
-        "c1Either",
-        "c1BankCompleted",
         "since2000",
-        "c1Until2100",
         "firstToLast",
         "widest",
         "fromSecond",
         "untilBeforeLast",
         "secondToBeforeLast",
-        "c1CompletedFromSecond",
-      ];
-      for (const [name, value] of Object.entries(read))
-        assert.equal(value, before[name as keyof typeof before] + (moved.includes(name) ? 100 : 0), name);
-    } finally {
-      await shift(-100);
+      ],
+    };
+    for (const [shift, moved] of [
+      [clientRow, readers.client],
+      [slotRow, readers.partner],
+    ] as const) {
+      await shift(100);
+      try {
+        const read = await totals();
+        for (const [name, value] of Object.entries(read))
+          assert.equal(value, before[name as keyof typeof before] + (moved.includes(name) ? 100 : 0), name);
+      } finally {
+        await shift(-100);
+      }
     }
     assert.deepEqual(await totals(), before);
   });
@@ -425,6 +435,72 @@ describe("migration 0026: the counts by day", () => {
         db,
       );
       assert.equal(await list({ from: "2026-02-10T00:00:00Z", to: "2026-02-11T23:59:59.999999Z" }), 3 + 20);
+    });
+  });
+});
+
+describe("migration 0028: the partner's counts per house slot", () => {
+  test("start from the orders already there, follow new orders and a change of status, and stay at most 64 rows a kind", async () => {
+    await beforeMigration("0028", async ({ database, partnerId, clients: [one], write }) => {
+      const db = database.db;
+      // More clients than slots, so that slots are shared.
+      const many = [one];
+      for (let n = 4; n <= 133; n++) many.push((await insertClient(db, partnerId, n)).id);
+      for (const [i, client] of many.entries())
+        await write(
+          client,
+          1 + (i % 3),
+          i % 2 === 0 ? "bank" : "card",
+          i % 5 === 0 ? "rejected" : "completed",
+          `m${i}`,
+        );
+      assert.ok((await migrate(database)).includes("0028_order_slot_counts"));
+      /** The slot rows against the table, and every partner-wide total against the table. */
+      const agree = async () => {
+        const { rows: table } = await sql<{ status: string; source: string; slot: number; n: string }>`
+          SELECT status, source, (client_id % 64)::int AS slot, count(*)::text AS n FROM orders
+           WHERE partner_id = ${partnerId} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`.execute(db);
+        const { rows: kept } = await sql<{ status: string; source: string; slot: number; n: string }>`
+          SELECT status, source, slot::int AS slot, orders::text AS n FROM order_slot_counts
+           WHERE partner_id = ${partnerId} AND orders > 0 ORDER BY 1, 2, 3`.execute(db);
+        assert.deepEqual(kept, table);
+        for (const s of ["completed", "rejected"] as const)
+          assert.ok(kept.filter((k) => k.status === s).length <= 2 * 64);
+        const list = (filter: Partial<OrderFilter>) =>
+          listOrders(db, partnerId, { ...noFilter, ...filter }, 1, 10).then((r) => r.total);
+        const count = (f: (r: (typeof table)[number]) => boolean) =>
+          table.filter(f).reduce((a, r) => a + Number(r.n), 0);
+        assert.equal(
+          await list({}),
+          count(() => true),
+        );
+        assert.equal(
+          await list({ statuses: ["rejected"] }),
+          count((r) => r.status === "rejected"),
+        );
+        assert.equal(
+          await list({ sources: ["card"] }),
+          count((r) => r.source === "card"),
+        );
+        assert.equal(
+          await list({ sources: ["bank"], statuses: ["completed", "rejected"] }),
+          count((r) => r.source === "bank"),
+        );
+        return count(() => true);
+      };
+      const atFirst = await agree();
+      assert.ok(atFirst > 200, `${atFirst} orders`);
+      // Counted from then on, by the trigger, in one transaction with a change of status.
+      await db.transaction().execute(async (tx) => {
+        await write(many[70]!, 2, "card", "completed", "after", tx);
+        await sql`UPDATE orders SET status = 'rejected' WHERE partner_id = ${partnerId} AND partner_order_ref = 'after-1'`.execute(
+          tx,
+        );
+      });
+      await sql`UPDATE orders SET source = 'bank' WHERE partner_id = ${partnerId} AND partner_order_ref = 'm1-1'`.execute(
+        db,
+      );
+      assert.equal(await agree(), atFirst + 2);
     });
   });
 });

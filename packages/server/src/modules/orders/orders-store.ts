@@ -174,7 +174,7 @@ function unweighedPartner(partnerId: string): RawBuilder<string> {
   return sql<string>`(SELECT ${partnerId}::uuid)`;
 }
 
-/** The filters under which a total is read from the kept counts (migrations 0019, 0020). */
+/** The filters under which a total is read from the kept counts (migrations 0019, 0020, 0028). */
 const countedFilters: ReadonlySet<string> = new Set<keyof OrderFilter>(["clientId", "sources", "statuses"]);
 
 /**
@@ -228,8 +228,8 @@ const pageRead = new WitnessedRead(
           .orderBy("o.id", "desc")
           .$call(paged);
     // Filtered by nothing but client, source and status, the total is the kept count (migrations
-    // 0019, 0020): a sum over a few rows per client of the partner's, or of one client's, instead
-    // of a count of every order. It is read in the statement's snapshot, as the page is, so the
+    // 0019, 0020, 0028): a sum over a few rows of the client's, or of the partner's per house slot,
+    // instead of a count of every order. It is read in the statement's snapshot, as the page is, so the
     // two agree. A range of dates narrows the total. Then, in the same snapshot, by the partner's
     // (or the client's) first and last order, each found at one end of an index:
     //   - a range that leaves none of the orders out (its start at or before the first, its end at
@@ -245,8 +245,14 @@ const pageRead = new WitnessedRead(
     // not rolled yet. Any filter added later is counted.
     const kept = names.every((f) => countedFilters.has(f));
     const keptUnlessNarrowed = names.every((f) => countedFilters.has(f) || f === "from" || f === "to");
-    let counts = db.selectFrom("order_counts as k").where("k.partner_id", "=", thePartner());
-    if (has("clientId")) counts = counts.where("k.client_id", "=", p.clientId);
+    // A client's rows (order_counts), or without a client filter the partner's (order_slot_counts,
+    // migration 0028): at most 64 per source and status, whatever the number of its clients.
+    let counts = has("clientId")
+      ? db
+          .selectFrom("order_counts as k")
+          .where("k.partner_id", "=", thePartner())
+          .where("k.client_id", "=", p.clientId)
+      : db.selectFrom("order_slot_counts as k").where("k.partner_id", "=", thePartner());
     if (has("sources")) counts = counts.where("k.source", "=", sql<OrderSource>`any(${p.sources}::text[])`);
     if (has("statuses")) counts = counts.where("k.status", "=", sql<OrderStatus>`any(${p.statuses}::text[])`);
     const keptSum = counts.select(sql<string>`coalesce(sum(k.orders), 0)`.as("total"));

@@ -32,6 +32,7 @@ interface Written {
   spent: string;
   events: string;
   counts: string;
+  slotCounts: string;
   signatures: string;
 }
 
@@ -128,6 +129,8 @@ describe("execute_quotes(): trades committed together, each as its own statement
         (SELECT coalesce(string_agg(type, ',' ORDER BY seq), '') FROM events WHERE partner_id = ${partnerId} AND type LIKE 'order.%') AS events,
         (SELECT coalesce(string_agg(status || ':' || orders, ',' ORDER BY status), '') FROM
            (SELECT status, sum(orders) AS orders FROM order_counts WHERE partner_id = ${partnerId} GROUP BY status) s) AS counts,
+        (SELECT coalesce(string_agg(status || ':' || orders, ',' ORDER BY status), '') FROM
+           (SELECT status, sum(orders) AS orders FROM order_slot_counts WHERE partner_id = ${partnerId} GROUP BY status) s) AS "slotCounts",
         (SELECT count(*) FROM used_signatures WHERE partner_id = ${partnerId})::text AS signatures
     `.execute(db());
     return rows[0]!;
@@ -216,6 +219,7 @@ describe("execute_quotes(): trades committed together, each as its own statement
       );
     assert.equal(count(after.counts, "completed") - count(before.counts, "completed"), 2);
     assert.equal(count(after.counts, "rejected") - count(before.counts, "rejected"), 1);
+    assert.equal(after.slotCounts, after.counts);
     assert.equal((await clientBalances(db(), c0.id)).get("BTC")?.balance, 1_000_000n);
     assert.equal((await clientBalances(db(), c6.id)).get("BTC")?.balance, 1_000_000n);
     for (const c of [c1, c3, c4, c5]) assert.equal((await clientBalances(db(), c.id)).get("BTC"), undefined);
