@@ -44,12 +44,24 @@ BEGIN
        AND slot = OLD.client_id % 64;
     old_day := (OLD.created_at AT TIME ZONE 'UTC')::date;
   END IF;
-  INSERT INTO order_counts AS c (client_id, source, status, partner_id, orders)
-  VALUES (NEW.client_id, NEW.source, NEW.status, NEW.partner_id, 1)
-  ON CONFLICT (client_id, source, status) DO UPDATE SET orders = c.orders + 1;
-  INSERT INTO order_slot_counts AS s (partner_id, status, source, slot, orders)
-  VALUES (NEW.partner_id, NEW.status, NEW.source, NEW.client_id % 64, 1)
-  ON CONFLICT (partner_id, status, source, slot) DO UPDATE SET orders = s.orders + 1;
+  -- The rows are there but for a client's or a slot's first order of a kind: updated, as an
+  -- upsert would do after it locks the row (one more write to the WAL); inserted when missing,
+  -- by an upsert, as another transaction may be inserting it too.
+  UPDATE order_counts SET orders = orders + 1
+   WHERE client_id = NEW.client_id AND source = NEW.source AND status = NEW.status;
+  IF NOT FOUND THEN
+    INSERT INTO order_counts AS c (client_id, source, status, partner_id, orders)
+    VALUES (NEW.client_id, NEW.source, NEW.status, NEW.partner_id, 1)
+    ON CONFLICT (client_id, source, status) DO UPDATE SET orders = c.orders + 1;
+  END IF;
+  UPDATE order_slot_counts SET orders = orders + 1
+   WHERE partner_id = NEW.partner_id AND status = NEW.status AND source = NEW.source
+     AND slot = NEW.client_id % 64;
+  IF NOT FOUND THEN
+    INSERT INTO order_slot_counts AS s (partner_id, status, source, slot, orders)
+    VALUES (NEW.partner_id, NEW.status, NEW.source, NEW.client_id % 64, 1)
+    ON CONFLICT (partner_id, status, source, slot) DO UPDATE SET orders = s.orders + 1;
+  END IF;
   -- An order of its transaction's day, or later, is in no day rolled up (migration 0026).
   IF new_day < today OR old_day < today THEN
     PERFORM pg_advisory_xact_lock_shared(73462019, hashtext(NEW.partner_id::text));
