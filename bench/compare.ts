@@ -281,6 +281,8 @@ export interface AlternatedSide {
   label: string;
   rootPid: number;
   load: LoadOptions;
+  /** Run just before and just after each of this side's slices (its warm-up included). */
+  around?: { before(): Promise<void>; after(): Promise<void> };
 }
 
 /**
@@ -312,6 +314,7 @@ export async function measureAlternated(options: {
     if (r % 2 === 1) order.reverse();
     for (const i of order) {
       const s = sides[i]!;
+      await s.around?.before();
       const m = await measureLoad({
         label: rounds === 1 ? s.label : `${s.label}, round ${r + 1} of ${rounds}`,
         rootPid: s.rootPid,
@@ -319,6 +322,7 @@ export async function measureAlternated(options: {
         warmupS: r === 0 ? options.warmupS : 0,
         load: { ...s.load, durationS: sliceS, alsoRecord: histograms[i] },
       });
+      await s.around?.after();
       if (r === 0) warmups[i] = m.target.warmup;
       notes.push(...m.notes);
       slices[i]!.push(m);

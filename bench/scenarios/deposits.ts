@@ -19,6 +19,8 @@
 //                       (their ids, and so their house slots, then fall as chance has it)
 //   BENCH_PGBENCH       the pgbench binary (default: on PATH, else /usr/lib/postgresql/*/bin/pgbench)
 //   BENCH_CONNECTIONS   when set, replaces the 64 connections of every load
+//   BENCH_SLICES        slices per side, the sides alternated (default 5; compare.ts,
+//                       measureAlternated)
 //
 // The servers' CPU is that of their whole process trees (primary and workers); PostgreSQL's is that
 // of the backends serving this database (sampled from /proc by their process titles).
@@ -32,7 +34,7 @@ import {
   adminCall,
   type Comparison,
   comparison,
-  measureLoad,
+  measureAlternated,
   printComparisons,
   type Side,
   startPair,
@@ -51,6 +53,7 @@ import {
   type TargetResult,
 } from "../lib.ts";
 import { findPgbench, pgbenchRun, runCommand } from "../pgbench.ts";
+import { intFromEnv } from "../proc.ts";
 import { referenceCounts } from "../reference-db.ts";
 
 /** Deposits/s ÷ pgbench TPC-B tps: the issue's target. */
@@ -64,6 +67,7 @@ export const deposits: Scenario = {
   async run(ctx): Promise<ScenarioReport> {
     const notes: string[] = [];
     const connections = process.env.BENCH_CONNECTIONS ? ctx.connections : 64;
+    const slices = intFromEnv("BENCH_SLICES", 5, 1, 50);
     const pgbench = findPgbench();
     const pair = await startPair(ctx, { referenceAed: "0" });
     const { dbName, databaseUrl, partner, service, reference, clientCount, workers } = pair;
@@ -103,54 +107,68 @@ export const deposits: Scenario = {
 
     const targets: TargetResult[] = [];
     const sides: Record<string, Side> = {};
-    let statsBefore: DatabaseStats | null = null;
-    let statsAfter: DatabaseStats | null = null;
+    // What the database did for Counterpart's deposits alone: its counters read around each of
+    // their slices (the reference's slices, on the same database, fall between them).
+    const depositStats: DatabaseStats = { commits: 0, rollbacks: 0, inserted: 0, updated: 0, returned: 0 };
     let counterpartDeposits: TargetResult | null = null;
-    let callsBefore: FundingCalls | null = null;
     for (const kind of ["deposits", "withdrawals"] as const) {
-      for (const s of servers) {
-        const request = funding(kind, s.who);
-        const probe = await fetchOnce(s.url, request, partner);
+      const requests = servers.map((s) => funding(kind, s.who));
+      for (const [i, s] of servers.entries()) {
+        const probe = await fetchOnce(s.url, requests[i]!, partner);
         if (probe.status !== 200) {
           throw new Error(
             `${s.who}: a signed ${kind.slice(0, -1)} answered ${probe.status}: ${probe.body.toString().slice(0, 300)}`,
           );
         }
-        const counted = kind === "deposits" && s.who === "Counterpart";
-        if (counted) {
-          statsBefore = await databaseStats(database.db, dbName);
-          callsBefore = await fundingCalls(pair.adminUrl);
-        }
-        const m = await measureLoad({
+      }
+      const callsBefore = kind === "deposits" ? await fundingCalls(pair.adminUrl) : null;
+      let sliceBefore: DatabaseStats | null = null;
+      const m = await measureAlternated({
+        dbName,
+        warmupS: ctx.warmupS,
+        durationS: ctx.durationS,
+        rounds: slices,
+        sides: servers.map((s, i) => ({
           label: `${kind} (${s.who})`,
           rootPid: s.pid,
-          dbName,
-          warmupS: ctx.warmupS,
-          load: { url: s.url, request, partner, connections, durationS: ctx.durationS },
-        });
-        if (counted) {
-          statsAfter = await databaseStats(database.db, dbName);
-          const after = await fundingCalls(pair.adminUrl);
-          const d = (k: keyof FundingCalls) => after[k] - (callsBefore?.[k] ?? Number.NaN);
-          notes.push(
-            `Counterpart's deposits, warm-up included: ${d("orders")} in ${d("calls")} statements ` +
-              `(${fixed(d("orders") / d("calls"), 2)} a statement); judged by the facts their process kept: ` +
-              `${d("kept")}, read: ${d("read")} (a client's first in a process), kept but changed: ${d("changed")}`,
-          );
-          counterpartDeposits = m.target;
-        }
-        notes.push(...m.notes);
-        targets.push(m.target);
-        sides[`${kind} ${s.who}`] = m.side;
+          load: { url: s.url, request: requests[i]!, partner, connections, durationS: ctx.durationS },
+          ...(kind === "deposits" && s.who === "Counterpart"
+            ? {
+                around: {
+                  async before() {
+                    sliceBefore = await databaseStats(database.db, dbName);
+                  },
+                  async after() {
+                    const after = await databaseStats(database.db, dbName);
+                    for (const k of Object.keys(depositStats) as (keyof DatabaseStats)[])
+                      depositStats[k] += after[k] - (sliceBefore?.[k] ?? Number.NaN);
+                  },
+                },
+              }
+            : {}),
+        })),
+      });
+      notes.push(...m.notes);
+      for (const [i, s] of servers.entries()) {
+        const measured = m.measured[i]!;
+        targets.push(measured.target);
+        sides[`${kind} ${s.who}`] = measured.side;
+        if (kind === "deposits" && s.who === "Counterpart") counterpartDeposits = measured.target;
+      }
+      if (callsBefore !== null) {
+        const after = await fundingCalls(pair.adminUrl);
+        const d = (k: keyof FundingCalls) => after[k] - callsBefore[k];
+        notes.push(
+          `Counterpart's deposits, warm-up included: ${d("orders")} in ${d("calls")} statements ` +
+            `(${fixed(d("orders") / d("calls"), 2)} a statement); judged by the facts their process kept: ` +
+            `${d("kept")}, read: ${d("read")} (a client's first in a process), kept but changed: ${d("changed")}`,
+        );
       }
     }
-    if (counterpartDeposits === null || statsBefore === null || statsAfter === null)
-      throw new Error("unreachable");
+    if (counterpartDeposits === null) throw new Error("unreachable");
     const measured = counterpartDeposits;
     const perDeposit = (k: keyof DatabaseStats) =>
-      measured.requests > 0
-        ? ((statsAfter?.[k] ?? 0) - (statsBefore?.[k] ?? 0)) / measured.requests
-        : Number.NaN;
+      measured.requests > 0 ? depositStats[k] / measured.requests : Number.NaN;
 
     // Every 200 is one order, on both sides, and the service's ledger balances. autocannon stops
     // counting when its time is up, while the requests then in flight (at most one per connection
@@ -159,7 +177,7 @@ export const deposits: Scenario = {
       const t = targets.find((x) => x.label === label);
       return 1 + (t?.statusCodes["200"] ?? 0) + (t?.warmup.requests ?? 0);
     };
-    const inFlightMax = (ctx.warmupS > 0 ? 2 : 1) * connections;
+    const inFlightMax = (slices + (ctx.warmupS > 0 ? 1 : 0)) * connections;
     const { rows: orderRows } = await sql<{ type: string; n: string }>`
       SELECT type, count(*)::text AS n FROM orders GROUP BY type`.execute(database.db);
     const orders = Object.fromEntries(orderRows.map((r) => [r.type, Number(r.n)]));
@@ -232,7 +250,7 @@ export const deposits: Scenario = {
         side("withdrawals reference"),
       ),
     ];
-    const title = `(${connections} connections, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${workers} processes per server)`;
+    const title = `(${connections} connections, ${ctx.durationS} s each in ${slices} alternated slices, ${ctx.warmupS} s warm-up, ${workers} processes per server)`;
     printComparisons(`deposits and withdrawals ${title}`, comparisons);
     printTable(
       `pgbench TPC-B on the same database ${title}`,
