@@ -7,7 +7,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { createHistogram } from "node:perf_hooks";
+import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { generateKeyPair } from "@counterpart/protocol";
 import pg from "pg";
 import { type DatabaseHandle, openDatabase } from "../packages/server/src/db/database.ts";
@@ -276,26 +276,27 @@ export async function measureLoad(options: {
   return { target, side, notes };
 }
 
-/** One side of measureAlternated: whose process tree, and the load it gets. */
-export interface AlternatedSide {
+/**
+ * One slice of an alternated side measured: a warm-up of `warmupS` first (0 after its first
+ * slice), then `durationS` measured, every operation's latency also recorded in µs in `histogram`.
+ */
+export type SliceMeasure = (slice: {
   label: string;
-  rootPid: number;
-  load: LoadOptions;
-  /** Run just before and just after each of this side's slices (its warm-up included). */
-  around?: { before(): Promise<void>; after(): Promise<void> };
-}
+  warmupS: number;
+  durationS: number;
+  histogram: RecordableHistogram;
+}) => Promise<{ target: TargetResult; side: Side; notes: string[] }>;
 
 /**
- * Two or more sides measured on one database, their time split into `rounds` slices and the sides
- * alternated (A B, then B A, …), each slice measured as measureLoad measures a run. Sides measured
- * one after the other, 10 s each, see the host in two states when its speed drifts (a neighbour's
- * load, the CPU's clock): on 7 December the same tree gave balances 1.48× the reference in one run
- * and 0.91× in the next. Alternated, a drift slower than a slice weighs on every side alike.
- *
- * Each side first warms up for `warmupS`, then runs `rounds` slices of `durationS / rounds` seconds;
- * its figures are those of its slices together (operations and CPU summed, percentiles from every
- * response's time). With one round, it is measureLoad, side after side.
+ * One side of measureAlternated: whose process tree and the autocannon load it gets, or a load of
+ * the scenario's own (`measure`, which reads the CPU around its slice as measureLoad does).
  */
+export type AlternatedSide = {
+  label: string;
+  /** Run just before and just after each of this side's slices (its warm-up included). */
+  around?: { before(): Promise<void>; after(): Promise<void> };
+} & ({ rootPid: number; load: LoadOptions } | { measure: SliceMeasure });
+
 export async function measureAlternated(options: {
   dbName: string;
   warmupS: number;
@@ -315,13 +316,18 @@ export async function measureAlternated(options: {
     for (const i of order) {
       const s = sides[i]!;
       await s.around?.before();
-      const m = await measureLoad({
-        label: rounds === 1 ? s.label : `${s.label}, round ${r + 1} of ${rounds}`,
-        rootPid: s.rootPid,
-        dbName: options.dbName,
-        warmupS: r === 0 ? options.warmupS : 0,
-        load: { ...s.load, durationS: sliceS, alsoRecord: histograms[i] },
-      });
+      const label = rounds === 1 ? s.label : `${s.label}, round ${r + 1} of ${rounds}`;
+      const warmupS = r === 0 ? options.warmupS : 0;
+      const m =
+        "measure" in s
+          ? await s.measure({ label, warmupS, durationS: sliceS, histogram: histograms[i]! })
+          : await measureLoad({
+              label,
+              rootPid: s.rootPid,
+              dbName: options.dbName,
+              warmupS,
+              load: { ...s.load, durationS: sliceS, alsoRecord: histograms[i] },
+            });
       await s.around?.after();
       if (r === 0) warmups[i] = m.target.warmup;
       notes.push(...m.notes);

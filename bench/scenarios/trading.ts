@@ -5,7 +5,8 @@
 // database. C workers (default 32) each repeat, one after the other: POST /v1/partner/quotes (a
 // small BTC-AED buy for the next of N funded clients), then POST /v1/partner/quotes/execute with
 // the token it returned. Every request is freshly signed. A pair counts when the execution answers
-// 200 with an order in status `completed`.
+// 200 with an order in status `completed`. The two sides share the time in alternated slices
+// (BENCH_SLICES, as the reads and the deposits do), so a drift of the host's speed weighs on both.
 //
 // Printed for both: pairs/s, p50/p99 of the pair latency (quote sent → execution answered), non-2xx
 // and failed requests (any makes the run fail), the CPU of the server's whole process tree (primary
@@ -20,16 +21,21 @@
 //   BENCH_WORKERS       API processes of the service and of the reference (WORKERS; default 2)
 //   BENCH_CLIENTS       verified clients the trades are spread over (default 64)
 //   BENCH_CONNECTIONS   when set, replaces the 32 concurrent workers
+//   BENCH_SLICES        slices per side, the sides alternated (default 5; compare.ts,
+//                       measureAlternated)
 
 import http from "node:http";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { formatDecimal, parseDecimal, signRequest } from "@counterpart/protocol";
 import {
+  type AlternatedSide,
   adminCall,
   type Comparison,
   comparison,
+  measureAlternated,
   printComparisons,
   type Side,
+  type SliceMeasure,
   startPair,
 } from "../compare.ts";
 import {
@@ -43,7 +49,7 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
-import { backendsOf, CpuSampler, processTree } from "../proc.ts";
+import { backendsOf, CpuSampler, intFromEnv, processTree } from "../proc.ts";
 
 const pair = "BTC-AED";
 const price = { buy: "350000", sell: "349000" };
@@ -254,8 +260,14 @@ function codeOf(body: string): string {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Warm-up, then the measured loop on one server, with its process tree's and the backends' CPU. */
-async function measurePairs(options: {
+/**
+ * One side of the trading scenario for measureAlternated: one signed client kept over its slices
+ * (the signing times it remembers keep two identical quotes from sharing a millisecond even when
+ * two of its slices follow each other), each slice a warm-up (its first alone), then the measured
+ * loop with its process tree's and the backends' CPU read around it. `completed` counts every
+ * completed execution, warm-ups included.
+ */
+function pairsSide(options: {
   who: string;
   url: string;
   rootPid: number;
@@ -263,132 +275,139 @@ async function measurePairs(options: {
   partner: Partner;
   clientCount: number;
   workersLoop: number;
-  warmupS: number;
-  durationS: number;
   onCleanup: (label: string, fn: () => void) => void;
-}): Promise<{ warm: LoopStats | null; run: LoopStats; target: TargetResult; side: Side; notes: string[] }> {
+}): { side: AlternatedSide; completed: () => number } {
   const { who, workersLoop, clientCount } = options;
-  const notes: string[] = [];
   const client = new SignedClient(options.url, options.partner, workersLoop);
   options.onCleanup(`close the bench's HTTP connections to ${who}`, () => client.close());
-  if (options.warmupS > 0) {
+  let completed = 0;
+
+  const measure: SliceMeasure = async ({ label, warmupS, durationS, histogram }) => {
+    const notes: string[] = [];
+    if (warmupS > 0) {
+      process.stdout.write(`bench: ${label}: warm-up ${warmupS} s with ${workersLoop} workers\n`);
+    }
+    const warm = warmupS > 0 ? await runPairs(client, clientCount, workersLoop, warmupS) : null;
+    completed += warm?.completed ?? 0;
+
     process.stdout.write(
-      `bench: trading (${who}): warm-up ${options.warmupS} s with ${workersLoop} workers\n`,
+      // The form of bench/lib.ts's measured runs (label, side, then "warm-up 0 s, then N s"), which
+      // bench:perf watches for.
+      `bench: ${label}: warm-up 0 s, then ${durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
     );
-  }
-  const warm = options.warmupS > 0 ? await runPairs(client, clientCount, workersLoop, options.warmupS) : null;
+    const serverCpu = new CpuSampler(() => processTree(options.rootPid));
+    const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
+    serverCpu.start();
+    pgCpuSampler.start();
+    const stopSamplers = () => {
+      serverCpu.stop();
+      pgCpuSampler.stop();
+    };
+    const hostBefore = hostBusyTicks();
+    const selfBefore = process.cpuUsage();
+    let run: LoopStats;
+    try {
+      run = await runPairs(client, clientCount, workersLoop, durationS);
+    } catch (err) {
+      stopSamplers();
+      throw err;
+    }
+    const self = process.cpuUsage(selfBefore);
+    const hostTicks = hostBusyTicks() - hostBefore;
+    const server = serverCpu.stop();
+    const pgCpu = pgCpuSampler.stop();
+    completed += run.completed;
+    histogram.add(run.histogram);
+    if (server.gone > 0) notes.push(`${label}: a server process exited during the measured run`);
 
-  process.stdout.write(
-    // The form of bench/lib.ts's measured runs (label, side, then "warm-up 0 s, then N s"), which
-    // bench:perf watches for.
-    `bench: quote → execute pairs (${who}): warm-up 0 s, then ${options.durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
-  );
-  const serverCpu = new CpuSampler(() => processTree(options.rootPid));
-  const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
-  serverCpu.start();
-  pgCpuSampler.start();
-  const stopSamplers = () => {
-    serverCpu.stop();
-    pgCpuSampler.stop();
-  };
-  const hostBefore = hostBusyTicks();
-  const selfBefore = process.cpuUsage();
-  let run: LoopStats;
-  try {
-    run = await runPairs(client, clientCount, workersLoop, options.durationS);
-  } catch (err) {
-    stopSamplers();
-    throw err;
-  }
-  const self = process.cpuUsage(selfBefore);
-  const hostTicks = hostBusyTicks() - hostBefore;
-  const server = serverCpu.stop();
-  const pgCpu = pgCpuSampler.stop();
-  client.close();
-  if (server.gone > 0) notes.push(`trading (${who}): a server process exited during the measured run`);
+    const hz = clockTicksPerSecond();
+    const pairs = run.completed;
+    const seconds = run.wallMs / 1000;
+    const pairsPerS = pairs / seconds;
+    const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
+    const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
+    const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
+    const ms = (us: number) => us / 1000;
+    const h = run.histogram;
+    const latencyMs =
+      pairs > 0
+        ? {
+            mean: ms(h.mean),
+            p50: ms(h.percentile(50)),
+            p90: ms(h.percentile(90)),
+            p99: ms(h.percentile(99)),
+            max: ms(h.max),
+          }
+        : { mean: Number.NaN, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
+    const non2xx = sum(run.non2xx);
+    const warmNon2xx = warm === null ? 0 : sum(warm.non2xx);
+    const otherStatus = sum(run.otherStatus) + (warm === null ? 0 : sum(warm.otherStatus));
+    const statusCodes: Record<string, number> = { "execute 200 completed": run.completed };
+    for (const [k, v] of Object.entries(run.non2xx)) statusCodes[k] = v;
+    for (const [k, v] of Object.entries(run.otherStatus)) statusCodes[`execute 200 ${k}`] = v;
+    if (non2xx + warmNon2xx > 0) {
+      notes.push(`${label}: non-2xx answers: ${JSON.stringify({ ...(warm?.non2xx ?? {}), ...run.non2xx })}`);
+    }
+    if (otherStatus > 0) {
+      notes.push(
+        `${label}: executions not completed: ${JSON.stringify({ ...(warm?.otherStatus ?? {}), ...run.otherStatus })}`,
+      );
+    }
 
-  const hz = clockTicksPerSecond();
-  const pairs = run.completed;
-  const seconds = run.wallMs / 1000;
-  const pairsPerS = pairs / seconds;
-  const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
-  const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
-  const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
-  const ms = (us: number) => us / 1000;
-  const h = run.histogram;
-  const latencyMs =
-    pairs > 0
-      ? {
-          mean: ms(h.mean),
-          p50: ms(h.percentile(50)),
-          p90: ms(h.percentile(90)),
-          p99: ms(h.percentile(99)),
-          max: ms(h.max),
-        }
-      : { mean: Number.NaN, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN };
-  const non2xx = sum(run.non2xx);
-  const warmNon2xx = warm === null ? 0 : sum(warm.non2xx);
-  const otherStatus = sum(run.otherStatus) + (warm === null ? 0 : sum(warm.otherStatus));
-  const statusCodes: Record<string, number> = { "execute 200 completed": run.completed };
-  for (const [k, v] of Object.entries(run.non2xx)) statusCodes[k] = v;
-  for (const [k, v] of Object.entries(run.otherStatus)) statusCodes[`execute 200 ${k}`] = v;
-  if (non2xx + warmNon2xx > 0) {
-    notes.push(`${who}: non-2xx answers: ${JSON.stringify({ ...(warm?.non2xx ?? {}), ...run.non2xx })}`);
-  }
-  if (otherStatus > 0) notes.push(`${who}: executions not completed: ${JSON.stringify(run.otherStatus)}`);
-
-  const target: TargetResult = {
-    label: `quote → execute pairs (${who})`,
-    url: options.url,
-    method: "POST",
-    path: "/v1/partner/quotes + /v1/partner/quotes/execute",
-    signed: true,
-    connections: workersLoop,
-    durationS: seconds,
-    requests: pairs,
-    reqPerSecMean: pairsPerS,
-    latencyMs,
-    autocannonLatencyMs: { p50: latencyMs.p50, p99: latencyMs.p99, mean: latencyMs.mean },
-    non2xx,
-    errors: run.errors,
-    timeouts: 0,
-    statusCodes,
-    firstNon2xx: warm?.firstProblem ?? run.firstProblem,
-    warmup: {
-      durationS: options.warmupS,
-      requests: warm?.completed ?? 0,
-      non2xx: warmNon2xx,
-      errors: warm?.errors ?? 0,
-    },
-    serverCpuTicks: server.ticks,
-    serverCpuUsPerRequest: usPer(server.ticks),
-    serverCpuPercent: percentOfCore(server.ticks),
-    clientCpuPercent,
-    otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
-    ok:
-      pairs > 0 &&
-      non2xx === 0 &&
-      run.errors === 0 &&
-      warmNon2xx === 0 &&
-      (warm?.errors ?? 0) === 0 &&
-      otherStatus === 0,
+    const target: TargetResult = {
+      label,
+      url: options.url,
+      method: "POST",
+      path: "/v1/partner/quotes + /v1/partner/quotes/execute",
+      signed: true,
+      connections: workersLoop,
+      durationS: seconds,
+      requests: pairs,
+      reqPerSecMean: pairsPerS,
+      latencyMs,
+      autocannonLatencyMs: { p50: latencyMs.p50, p99: latencyMs.p99, mean: latencyMs.mean },
+      non2xx,
+      errors: run.errors,
+      timeouts: 0,
+      statusCodes,
+      firstNon2xx: warm?.firstProblem ?? run.firstProblem,
+      warmup: {
+        durationS: warmupS,
+        requests: warm?.completed ?? 0,
+        non2xx: warmNon2xx,
+        errors: warm?.errors ?? 0,
+      },
+      serverCpuTicks: server.ticks,
+      serverCpuUsPerRequest: usPer(server.ticks),
+      serverCpuPercent: percentOfCore(server.ticks),
+      clientCpuPercent,
+      otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
+      ok:
+        pairs > 0 &&
+        non2xx === 0 &&
+        run.errors === 0 &&
+        warmNon2xx === 0 &&
+        (warm?.errors ?? 0) === 0 &&
+        otherStatus === 0,
+    };
+    const side: Side = {
+      ops: pairs,
+      opsPerS: pairsPerS,
+      p50Ms: latencyMs.p50,
+      p99Ms: latencyMs.p99,
+      serverCpuUsPerOp: usPer(server.ticks),
+      serverCpuPercent: percentOfCore(server.ticks),
+      pgCpuUsPerOp: usPer(pgCpu.ticks),
+      pgCpuPercent: percentOfCore(pgCpu.ticks),
+      benchCpuPercent: clientCpuPercent,
+      otherCpuPercent: target.otherCpuPercent,
+      non2xx: non2xx + warmNon2xx,
+      errors: run.errors + (warm?.errors ?? 0),
+      ok: target.ok,
+    };
+    return { target, side, notes };
   };
-  const side: Side = {
-    ops: pairs,
-    opsPerS: pairsPerS,
-    p50Ms: latencyMs.p50,
-    p99Ms: latencyMs.p99,
-    serverCpuUsPerOp: usPer(server.ticks),
-    serverCpuPercent: percentOfCore(server.ticks),
-    pgCpuUsPerOp: usPer(pgCpu.ticks),
-    pgCpuPercent: percentOfCore(pgCpu.ticks),
-    benchCpuPercent: clientCpuPercent,
-    otherCpuPercent: target.otherCpuPercent,
-    non2xx: non2xx + warmNon2xx,
-    errors: run.errors + (warm?.errors ?? 0),
-    ok: target.ok,
-  };
-  return { warm, run, target, side, notes };
+  return { side: { label: `quote → execute pairs (${who})`, measure }, completed: () => completed };
 }
 
 export const trading: Scenario = {
@@ -398,6 +417,7 @@ export const trading: Scenario = {
   async run(ctx): Promise<ScenarioReport> {
     const notes: string[] = [];
     const workersLoop = process.env.BENCH_CONNECTIONS ? ctx.connections : 32;
+    const slices = intFromEnv("BENCH_SLICES", 5, 1, 50);
     const bench = await startPair(ctx, { referenceAed: fundingPerClient });
     const { adminUrl, partner, service, reference, database, clientCount, dbName } = bench;
 
@@ -437,24 +457,31 @@ export const trading: Scenario = {
       partner,
       clientCount,
       workersLoop,
-      warmupS: ctx.warmupS,
-      durationS: ctx.durationS,
       onCleanup: (label: string, fn: () => void) => ctx.cleanup.add(label, fn),
     };
-    const cp = await measurePairs({
+    const cpSide = pairsSide({
       ...common,
       who: "Counterpart",
       url: service.partnerUrl,
       rootPid: service.child.pid,
     });
-    const ref = await measurePairs({
+    const refSide = pairsSide({
       ...common,
       who: "reference",
       url: reference.url,
       rootPid: reference.child.pid,
     });
+    const alternated = await measureAlternated({
+      dbName,
+      warmupS: ctx.warmupS,
+      durationS: ctx.durationS,
+      rounds: slices,
+      sides: [cpSide.side, refSide.side],
+    });
     clearInterval(refresher);
-    notes.push(...cp.notes, ...ref.notes);
+    const [cp, ref] = alternated.measured;
+    if (cp === undefined || ref === undefined) throw new Error("trading: a side was not measured");
+    notes.push(...alternated.notes);
     if (refreshFailure !== null) notes.push(`a price refresh failed: ${refreshFailure}`);
 
     // Afterwards: the ledger balances, and every completed execution is exactly one buy order.
@@ -507,7 +534,7 @@ export const trading: Scenario = {
       .groupBy(["type", "status"])
       .execute();
     const orders = Object.fromEntries(orderCounts.map((r) => [`${r.type} ${r.status}`, Number(r.n)]));
-    const completedAnswers = (cp.warm?.completed ?? 0) + cp.run.completed;
+    const completedAnswers = cpSide.completed();
     const consistent =
       (orders["buy completed"] ?? 0) === completedAnswers &&
       sum(orders) === (orders["buy completed"] ?? 0) + (orders["deposit completed"] ?? 0) &&
@@ -533,7 +560,7 @@ export const trading: Scenario = {
       );
     }
     // The same of the reference, in its own tables.
-    const refCompleted = (ref.warm?.completed ?? 0) + ref.run.completed;
+    const refCompleted = refSide.completed();
     const refFacts = (
       await bench.pgClient.query<{ buys: string; btc: string | null }>(
         `SELECT (SELECT count(*) FROM ref_orders WHERE type = 'buy')::text AS buys,
@@ -565,12 +592,12 @@ export const trading: Scenario = {
       ),
     ];
     printComparisons(
-      `trading (${workersLoop} workers, ${ctx.durationS} s each, ${ctx.warmupS} s warm-up, ${bench.workers} processes per server, ${clientCount} clients; ops are pairs)`,
+      `trading (${workersLoop} workers, ${ctx.durationS} s each in ${slices} alternated slices, ${ctx.warmupS} s warm-up, ${bench.workers} processes per server, ${clientCount} clients; ops are pairs)`,
       comparisons,
     );
     process.stdout.write(
-      `\nCounterpart: ${cp.run.completed} pairs completed in ${(cp.run.wallMs / 1000).toFixed(2)} s; ledger check ${ledgerOk ? "clean" : "NOT CLEAN"}; ` +
-        `orders ${JSON.stringify(orders)}\nreference: ${ref.run.completed} pairs completed in ${(ref.run.wallMs / 1000).toFixed(2)} s\n`,
+      `\nCounterpart: ${cp.target.requests} pairs completed in ${cp.target.durationS.toFixed(2)} s; ledger check ${ledgerOk ? "clean" : "NOT CLEAN"}; ` +
+        `orders ${JSON.stringify(orders)}\nreference: ${ref.target.requests} pairs completed in ${ref.target.durationS.toFixed(2)} s\n`,
     );
     notes.push(...loadNotes([cp.target, ref.target]));
 
