@@ -226,6 +226,27 @@ test("on PostgreSQL every statement is bounded: one running past databaseStateme
   ]);
 });
 
+test("on PostgreSQL a marked statement whose connection is lost is a 503, and the pool goes on", async () => {
+  if (database.kind !== "postgres") {
+    // PGlite runs inside the process: no connection to lose.
+    assert.equal(database.kind, "pglite");
+    return;
+  }
+  // The statement's own backend ends its session while the statement runs.
+  const err = await database.db
+    .executeQuery(CompiledQuery.raw(`${preparedMarker}\nSELECT pg_terminate_backend(pg_backend_pid())`, []))
+    .then(
+      () => assert.fail("expected the connection to be lost"),
+      (e: unknown) => e,
+    );
+  assert.ok(err instanceof DatabaseUnavailableError, String(err));
+  assert.equal(isUnavailable(err), true);
+  const again = await database.db.executeQuery<{ one: number }>(
+    CompiledQuery.raw(`${preparedMarker}\nSELECT $1::int8 AS one`, [1]),
+  );
+  assert.deepEqual(again.rows, [{ one: 1 }]);
+});
+
 test("an advisory lock is held by one session at a time, and a terminated session loses it", async () => {
   // A key of this test's own: advisory locks are per database, shared by every test file's schema.
   const key = 7_346_300_000 + Math.floor(Math.random() * 1_000_000);
