@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import Fastify from "fastify";
-import { createLogger } from "./logger.ts";
+import { createLogger, isoTimeOf } from "./logger.ts";
 
 test("personal data and secrets are redacted at any of the first levels", () => {
   const lines: string[] = [];
@@ -98,4 +98,48 @@ test("a request and a reply are logged by their serializers, never with their he
   assert.equal(incoming?.req?.url, "/v1/x?partner_client_id=c-1");
   const completed = lines.map((l) => JSON.parse(l)).find((l) => l.msg === "request completed");
   assert.equal(completed?.res?.statusCode, 200);
+});
+
+test("a line's time is the instant in ISO 8601, UTC, to the millisecond, whatever instant came before", () => {
+  const instants = [
+    0,
+    9,
+    10,
+    99,
+    100,
+    999,
+    1_000,
+    1_001,
+    59_999,
+    60_000,
+    Date.UTC(2026, 11, 31, 23, 59, 59, 999),
+  ];
+  instants.push(
+    Date.UTC(2027, 0, 1),
+    Date.UTC(2024, 1, 29, 12, 0, 0, 5),
+    Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+  );
+  // Random instants, and each second's neighbours, out of order: the kept second must never leak.
+  let seed = 7;
+  for (let i = 0; i < 2_000; i++) {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    const ms = seed * 997;
+    instants.push(ms, ms + 1, ms - 1, Math.floor(ms / 1000) * 1000, Math.floor(ms / 1000) * 1000 - 1);
+  }
+  for (const ms of instants) assert.equal(isoTimeOf(ms), new Date(ms).toISOString(), `at ${ms}`);
+
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const before = Date.now();
+  createLogger("info", sink).info("tick");
+  const after = Date.now();
+  const { time } = JSON.parse(lines.join("")) as { time: string };
+  assert.match(time, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  const at = Date.parse(time);
+  assert.ok(at >= before && at <= after, `${time} not within the call`);
 });
