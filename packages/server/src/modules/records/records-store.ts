@@ -56,6 +56,14 @@ export async function searchOrders(
   after: Cursor | null,
   limit: number,
 ): Promise<OrderListRow[]> {
+  return (await searchOrdersQuery(db, f, after, limit).execute()) as OrderListRow[];
+}
+
+/**
+ * searchOrders()'s statement, newest first: every filter has an index of migration 0017 in that
+ * order, read backward (migration 0029; records-plans.test.ts).
+ */
+export function searchOrdersQuery(db: Q, f: OrderSearch, after: Cursor | null, limit: number) {
   let q = db
     .selectFrom("orders as o")
     .innerJoin("clients as c", "c.id", "o.client_id")
@@ -71,8 +79,7 @@ export async function searchOrders(
   if (after !== null) {
     q = q.where(sql<boolean>`(o.created_at, o.id) < (${after.at}::timestamptz, ${after.id}::bigint)`);
   }
-  const rows = await q.orderBy("o.created_at", "desc").orderBy("o.id", "desc").limit(limit).execute();
-  return rows as OrderListRow[];
+  return q.orderBy("o.created_at", "desc").orderBy("o.id", "desc").limit(limit);
 }
 
 export async function findOrderById(db: Q, id: number): Promise<OrderListRow | undefined> {
