@@ -297,6 +297,18 @@ export type AlternatedSide = {
   around?: { before(): Promise<void>; after(): Promise<void> };
 } & ({ rootPid: number; load: LoadOptions } | { measure: SliceMeasure });
 
+/**
+ * Two or more sides measured on one database, their time split into `rounds` slices and the sides
+ * alternated (A B, then B A, …), each slice measured as measureLoad measures a run (or by the
+ * side's own `measure`). Sides measured one after the other, 10 s each, see the host in two states
+ * when its speed drifts (a neighbour's load, the CPU's clock): on 7 December the same tree gave
+ * balances 1.48× the reference in one run and 0.91× in the next. Alternated, a drift slower than a
+ * slice weighs on every side alike.
+ *
+ * Each side first warms up for `warmupS`, then runs `rounds` slices of `durationS / rounds` seconds;
+ * its figures are those of its slices together (operations and CPU summed, percentiles from every
+ * response's time). With one round, it is measureLoad, side after side.
+ */
 export async function measureAlternated(options: {
   dbName: string;
   warmupS: number;
