@@ -110,7 +110,7 @@ async function runAndRecord(scratch: string): Promise<Window[]> {
     BENCH_ONLY: scenario,
     BENCH_ENTRY: "sources",
     // One measured run per side, long enough for a window (the reads' sides are otherwise
-    // alternated in slices of 2 s).
+    // alternated in slices of 2 s, as are the deposits' and the trades').
     BENCH_SLICES: "1",
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --perf-basic-prof`.trim(),
   };
