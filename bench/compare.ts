@@ -200,6 +200,63 @@ export interface Comparison {
   also?: { label: string; ratio: number; target: number }[];
 }
 
+/** What a run cost in CPU, in clock ticks: the server's process tree, the backends, the whole host. */
+export interface RunCpu {
+  serverTicks: number;
+  pgTicks: number;
+  hostTicks: number;
+  /** Processes of the server's tree that exited while the run went on. */
+  serverGone: number;
+}
+
+/**
+ * Runs `run` with the CPU of `rootPid`'s whole process tree and of the backends of `dbName` read
+ * around it, and the host's busy time; the samplers are stopped whatever the run does.
+ */
+export async function withCpuSampled<T>(
+  rootPid: number,
+  dbName: string,
+  run: () => Promise<T>,
+): Promise<{ result: T; cpu: RunCpu }> {
+  const serverCpu = new CpuSampler(() => processTree(rootPid));
+  const pgCpu = new CpuSampler(() => backendsOf(dbName));
+  const hostBefore = hostBusyTicks();
+  serverCpu.start();
+  pgCpu.start();
+  let result: T;
+  try {
+    result = await run();
+  } catch (err) {
+    serverCpu.stop();
+    pgCpu.stop();
+    throw err;
+  }
+  const server = serverCpu.stop();
+  const pg = pgCpu.stop();
+  const hostTicks = hostBusyTicks() - hostBefore;
+  return {
+    result,
+    cpu: { serverTicks: server.ticks, pgTicks: pg.ticks, hostTicks, serverGone: server.gone },
+  };
+}
+
+/**
+ * A run's CPU as the tables give it: µs per operation and % of one core for the server and the
+ * backends, and what the rest of the host used besides them and the bench process itself.
+ */
+export function cpuShares(cpu: RunCpu, wallMs: number, ops: number, benchCpuPercent: number) {
+  const hz = clockTicksPerSecond();
+  const percent = (ticks: number) => ((ticks / hz) * 1e5) / wallMs;
+  const perOp = (ticks: number) => (ops > 0 ? (ticks / hz / ops) * 1e6 : Number.NaN);
+  return {
+    serverCpuUsPerOp: perOp(cpu.serverTicks),
+    serverCpuPercent: percent(cpu.serverTicks),
+    pgCpuUsPerOp: perOp(cpu.pgTicks),
+    pgCpuPercent: percent(cpu.pgTicks),
+    otherCpuPercent: Math.max(0, percent(cpu.hostTicks - cpu.serverTicks - cpu.pgTicks) - benchCpuPercent),
+  };
+}
+
 /**
  * A warm-up, then one measured autocannon run against `load.url` with the CPU of `rootPid`'s whole
  * process tree and of the backends of `dbName` read around the measured run alone.
@@ -220,35 +277,18 @@ export async function measureLoad(options: {
     options.warmupS > 0
       ? await runLoad({ ...load, durationS: options.warmupS, alsoRecord: undefined })
       : null;
-  const serverCpu = new CpuSampler(() => processTree(options.rootPid));
-  const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
-  const hostBefore = hostBusyTicks();
-  serverCpu.start();
-  pgCpuSampler.start();
-  let measured: TargetResult;
-  try {
-    measured = await measureTarget({ label: options.label, serverPid: options.rootPid, warmupS: 0, load });
-  } catch (err) {
-    serverCpu.stop();
-    pgCpuSampler.stop();
-    throw err;
-  }
-  const server = serverCpu.stop();
-  const pgCpu = pgCpuSampler.stop();
-  const hostTicks = hostBusyTicks() - hostBefore;
-  if (server.gone > 0) notes.push(`${options.label}: a server process exited during the measured run`);
+  const { result: measured, cpu } = await withCpuSampled(options.rootPid, options.dbName, () =>
+    measureTarget({ label: options.label, serverPid: options.rootPid, warmupS: 0, load }),
+  );
+  if (cpu.serverGone > 0) notes.push(`${options.label}: a server process exited during the measured run`);
 
-  const hz = clockTicksPerSecond();
-  const wallMs = measured.durationS * 1000;
-  const percent = (ticks: number) => ((ticks / hz) * 1e5) / wallMs;
-  const perOp = (ticks: number) =>
-    measured.requests > 0 ? (ticks / hz / measured.requests) * 1e6 : Number.NaN;
+  const shares = cpuShares(cpu, measured.durationS * 1000, measured.requests, measured.clientCpuPercent);
   const target: TargetResult = {
     ...measured,
-    serverCpuTicks: server.ticks,
-    serverCpuUsPerRequest: perOp(server.ticks),
-    serverCpuPercent: percent(server.ticks),
-    otherCpuPercent: Math.max(0, percent(hostTicks - server.ticks - pgCpu.ticks) - measured.clientCpuPercent),
+    serverCpuTicks: cpu.serverTicks,
+    serverCpuUsPerRequest: shares.serverCpuUsPerOp,
+    serverCpuPercent: shares.serverCpuPercent,
+    otherCpuPercent: shares.otherCpuPercent,
     firstNon2xx: measured.firstNon2xx ?? warm?.firstNon2xx ?? null,
     warmup: {
       durationS: options.warmupS,
@@ -263,12 +303,12 @@ export async function measureLoad(options: {
     opsPerS: target.reqPerSecMean,
     p50Ms: target.latencyMs.p50,
     p99Ms: target.latencyMs.p99,
-    serverCpuUsPerOp: target.serverCpuUsPerRequest,
-    serverCpuPercent: target.serverCpuPercent,
-    pgCpuUsPerOp: perOp(pgCpu.ticks),
-    pgCpuPercent: percent(pgCpu.ticks),
+    serverCpuUsPerOp: shares.serverCpuUsPerOp,
+    serverCpuPercent: shares.serverCpuPercent,
+    pgCpuUsPerOp: shares.pgCpuUsPerOp,
+    pgCpuPercent: shares.pgCpuPercent,
     benchCpuPercent: target.clientCpuPercent,
-    otherCpuPercent: target.otherCpuPercent,
+    otherCpuPercent: shares.otherCpuPercent,
     non2xx: target.non2xx + target.warmup.non2xx,
     errors: target.errors + target.warmup.errors,
     ok: target.ok,

@@ -32,15 +32,15 @@ import {
   adminCall,
   type Comparison,
   comparison,
+  cpuShares,
   measureAlternated,
   printComparisons,
   type Side,
   type SliceMeasure,
   startPair,
+  withCpuSampled,
 } from "../compare.ts";
 import {
-  clockTicksPerSecond,
-  hostBusyTicks,
   loadNotes,
   type Partner,
   type Scenario,
@@ -49,7 +49,7 @@ import {
   type TargetResult,
   withTimeout,
 } from "../lib.ts";
-import { backendsOf, CpuSampler, intFromEnv, processTree } from "../proc.ts";
+import { intFromEnv } from "../proc.ts";
 
 const pair = "BTC-AED";
 const price = { buy: "350000", sell: "349000" };
@@ -295,38 +295,20 @@ function pairsSide(options: {
       // bench:perf watches for.
       `bench: ${label}: warm-up 0 s, then ${durationS} s with ${workersLoop} workers, each quote → execute in turn, over ${clientCount} clients\n`,
     );
-    const serverCpu = new CpuSampler(() => processTree(options.rootPid));
-    const pgCpuSampler = new CpuSampler(() => backendsOf(options.dbName));
-    serverCpu.start();
-    pgCpuSampler.start();
-    const stopSamplers = () => {
-      serverCpu.stop();
-      pgCpuSampler.stop();
-    };
-    const hostBefore = hostBusyTicks();
     const selfBefore = process.cpuUsage();
-    let run: LoopStats;
-    try {
-      run = await runPairs(client, clientCount, workersLoop, durationS);
-    } catch (err) {
-      stopSamplers();
-      throw err;
-    }
+    const { result: run, cpu } = await withCpuSampled(options.rootPid, options.dbName, () =>
+      runPairs(client, clientCount, workersLoop, durationS),
+    );
     const self = process.cpuUsage(selfBefore);
-    const hostTicks = hostBusyTicks() - hostBefore;
-    const server = serverCpu.stop();
-    const pgCpu = pgCpuSampler.stop();
     completed += run.completed;
     histogram.add(run.histogram);
-    if (server.gone > 0) notes.push(`${label}: a server process exited during the measured run`);
+    if (cpu.serverGone > 0) notes.push(`${label}: a server process exited during the measured run`);
 
-    const hz = clockTicksPerSecond();
     const pairs = run.completed;
     const seconds = run.wallMs / 1000;
     const pairsPerS = pairs / seconds;
-    const usPer = (ticks: number) => (pairs > 0 ? (ticks / hz / pairs) * 1e6 : Number.NaN);
-    const percentOfCore = (ticks: number) => ((ticks / hz) * 1e5) / run.wallMs;
     const clientCpuPercent = ((self.user + self.system) / 1e3 / run.wallMs) * 100;
+    const shares = cpuShares(cpu, run.wallMs, pairs, clientCpuPercent);
     const ms = (us: number) => us / 1000;
     const h = run.histogram;
     const latencyMs =
@@ -377,11 +359,11 @@ function pairsSide(options: {
         non2xx: warmNon2xx,
         errors: warm?.errors ?? 0,
       },
-      serverCpuTicks: server.ticks,
-      serverCpuUsPerRequest: usPer(server.ticks),
-      serverCpuPercent: percentOfCore(server.ticks),
+      serverCpuTicks: cpu.serverTicks,
+      serverCpuUsPerRequest: shares.serverCpuUsPerOp,
+      serverCpuPercent: shares.serverCpuPercent,
       clientCpuPercent,
-      otherCpuPercent: Math.max(0, percentOfCore(hostTicks - server.ticks - pgCpu.ticks) - clientCpuPercent),
+      otherCpuPercent: shares.otherCpuPercent,
       ok:
         pairs > 0 &&
         non2xx === 0 &&
@@ -395,12 +377,12 @@ function pairsSide(options: {
       opsPerS: pairsPerS,
       p50Ms: latencyMs.p50,
       p99Ms: latencyMs.p99,
-      serverCpuUsPerOp: usPer(server.ticks),
-      serverCpuPercent: percentOfCore(server.ticks),
-      pgCpuUsPerOp: usPer(pgCpu.ticks),
-      pgCpuPercent: percentOfCore(pgCpu.ticks),
+      serverCpuUsPerOp: shares.serverCpuUsPerOp,
+      serverCpuPercent: shares.serverCpuPercent,
+      pgCpuUsPerOp: shares.pgCpuUsPerOp,
+      pgCpuPercent: shares.pgCpuPercent,
       benchCpuPercent: clientCpuPercent,
-      otherCpuPercent: target.otherCpuPercent,
+      otherCpuPercent: shares.otherCpuPercent,
       non2xx: non2xx + warmNon2xx,
       errors: run.errors + (warm?.errors ?? 0),
       ok: target.ok,
