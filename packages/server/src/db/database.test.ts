@@ -226,6 +226,44 @@ test("on PostgreSQL every statement is bounded: one running past databaseStateme
   ]);
 });
 
+test("on PostgreSQL a statement left unanswered past databaseReadMs is a 503, its connection closed, and the pool goes on", async () => {
+  if (database.kind !== "postgres") {
+    // PGlite runs inside the process: no server to wait for.
+    assert.equal(database.kind, "pglite");
+    return;
+  }
+  // The server's own bound lifted for the session, so the client's read bound is what ends the
+  // wait; the session is closed after, never back in the pool with the setting.
+  const sleepS = (limits.databaseReadMs + 2_000) / 1000;
+  const unanswered = (text: string) =>
+    database.db.connection().execute(async (conn) => {
+      await sql`SET statement_timeout = 0`.execute(conn);
+      const started = Date.now();
+      const err = await conn.executeQuery(CompiledQuery.raw(text, [])).then(
+        () => assert.fail(`expected the read bound to end ${text}`),
+        (e: unknown) => e,
+      );
+      return { err, tookMs: Date.now() - started };
+    });
+  const answers = await Promise.all([
+    unanswered(`SELECT pg_sleep(${sleepS})`),
+    unanswered(`${preparedMarker}\nSELECT pg_sleep(${sleepS})`),
+  ]);
+  for (const { err, tookMs } of answers) {
+    assert.ok(err instanceof DatabaseUnavailableError, String(err));
+    assert.match(err.message, /Query read timeout/);
+    assert.equal(isUnavailable(err), true);
+    assert.ok(tookMs >= limits.databaseReadMs - 50 && tookMs < limits.databaseReadMs + 1_500, `${tookMs} ms`);
+  }
+  // Neither session came back to the pool: every statement still has the server's bound.
+  for (let i = 0; i < 4; i++) {
+    const { rows } = await sql<{ s: string }>`SELECT current_setting('statement_timeout') AS s`.execute(
+      database.db,
+    );
+    assert.notEqual(rows[0]!.s, "0");
+  }
+});
+
 test("on PostgreSQL a marked statement whose connection is lost is a 503, and the pool goes on", async () => {
   if (database.kind !== "postgres") {
     // PGlite runs inside the process: no connection to lose.

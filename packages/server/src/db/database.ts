@@ -161,48 +161,71 @@ const plainQuery = pg.Client.prototype.query as (this: pg.Client, ...args: unkno
   if (typeof args.at(-1) === "function" || typeof (text as { submit?: unknown })?.submit === "function") {
     return plainQuery.apply(this, args);
   }
-  const pending =
-    typeof text === "string" && text.startsWith(preparedMarker) && args.length <= 2
-      ? preparedQuery(this, text, values as unknown[] | undefined)
-      : plainQuery.apply(this, args);
-  return (pending as Promise<unknown>).catch((err: unknown) => {
-    const code = (err as { code?: unknown })?.code;
-    if (
-      (err instanceof Error && err.message === "Query read timeout") ||
-      (typeof code === "string" && sessionEnding(code))
-    ) {
-      // The server may still be working on the statement, or be out of reach, or it has ended the
-      // session: the connection is closed and the pool will not hand it out again. (Its end is
-      // seen a moment after the error, by then the client may be back in the pool, and the next
-      // request's statement would fail on it.)
-      lostClients.add(this);
-      this.end().catch(() => {});
-    }
-    if (lostClients.has(this) || unavailableState(code)) {
-      throw new DatabaseUnavailableError(err);
-    }
-    throw err;
-  });
+  if (typeof text !== "string" || args.length > 2) {
+    // A query given as an object carries its own bound (`query_timeout`: migrations, the ledger
+    // check's snapshot), which pg keeps.
+    return (plainQuery.apply(this, args) as Promise<unknown>).catch((err: Error) => {
+      throw statementFailure(this, err);
+    });
+  }
+  return sendStatement(this, text, values as unknown[] | undefined);
 };
 
+/** The error of a statement whose answer did not come within `limits.databaseReadMs`. */
+const readTimeoutMessage = "Query read timeout";
+
 /**
- * Runs a marked statement under its name. pg copies a query given as an object, property by
- * property through its descriptors, at every query, and chains one more promise to rewrite an
- * error's stack; a Query made from the text is taken as it is, its name set after, answered through
- * its callback: every signed read's server CPU 4–7 % lower as a share of the reference's
- * (docs/decisions.md, "A marked statement handed to pg as a Query"). The read bound
- * (`query_timeout`) applies to it as to any query.
+ * Sends one statement and answers with its result, or with what its failure means: the read bound
+ * (`limits.databaseReadMs`) running out, or a session the server ended, closes the connection; a
+ * lost connection or an unavailable server is a DatabaseUnavailableError.
+ *
+ * pg is given the statement in its callback form, the Query made with its callback, and the read
+ * bound is kept here rather than by pg's `query_timeout`. pg's promise form (and its
+ * `query_timeout`, the same way) sets the callback on a Query already made; with it, a worker's
+ * young-generation collections kept every statement's rows alive past them (some 3 KiB per
+ * statement promoted to the old generation, a few bytes without it; docs/decisions.md, "A
+ * statement's answer through pg's callback form"). A marked statement goes as a Query made from
+ * its text, with its name: pg copies a query given as a plain object, property by property, at
+ * every query (docs/decisions.md, "A marked statement handed to pg as a Query").
  */
-function preparedQuery(client: pg.Client, text: string, values: unknown[] | undefined): Promise<unknown> {
+function sendStatement(client: pg.Client, text: string, values: unknown[] | undefined): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const query = new pg.Query(text, values) as pg.Query & {
-      name?: string;
-      callback?: (err: Error | null, result?: unknown) => void;
+    const timer = setTimeout(readTimedOut, limits.databaseReadMs, client, reject);
+    const answer = (err: Error | null | undefined, result?: unknown) => {
+      clearTimeout(timer);
+      if (err) reject(statementFailure(client, err));
+      else resolve(result);
     };
-    query.name = statementName(text);
-    query.callback = (err, result) => (err ? reject(err) : resolve(result));
-    plainQuery.call(client, query);
+    try {
+      if (text.startsWith(preparedMarker)) {
+        plainQuery.call(client, new pg.Query({ text, name: statementName(text), values }, answer));
+      } else {
+        plainQuery.call(client, text, values, answer);
+      }
+    } catch (err) {
+      clearTimeout(timer);
+      reject(err);
+    }
   });
+}
+
+function readTimedOut(client: pg.Client, reject: (err: Error) => void): void {
+  reject(statementFailure(client, new Error(readTimeoutMessage)));
+}
+
+/** What a statement's failure is to its caller; a connection that cannot be trusted is closed. */
+function statementFailure(client: pg.Client, err: Error): Error {
+  const code = (err as { code?: unknown }).code;
+  if (err.message === readTimeoutMessage || (typeof code === "string" && sessionEnding(code))) {
+    // The server may still be working on the statement, or be out of reach, or it has ended the
+    // session: the connection is closed and the pool will not hand it out again. (Its end is
+    // seen a moment after the error, by then the client may be back in the pool, and the next
+    // request's statement would fail on it.)
+    lostClients.add(client);
+    client.end().catch(() => {});
+  }
+  if (lostClients.has(client) || unavailableState(code)) return new DatabaseUnavailableError(err);
+  return err;
 }
 
 /** A pool whose failure to hand out a connection (refused, timed out, starting) is a DatabaseUnavailableError. */
@@ -242,7 +265,7 @@ async function openPostgres(
     // Every wait on the database is bounded (config/limits.ts, docs/operations.md).
     connectionTimeoutMillis: limits.databaseConnectMs,
     statement_timeout: limits.databaseStatementMs,
-    query_timeout: limits.databaseReadMs,
+    // The read bound (limits.databaseReadMs) is the client's own (PreparingClient, withinReadBound).
     idle_in_transaction_session_timeout: limits.databaseIdleInTransactionMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
