@@ -53,6 +53,7 @@ import { quoteKept } from "./scenarios/quote-kept.ts";
 import { rateLimits } from "./scenarios/rate-limits.ts";
 import { reads } from "./scenarios/reads.ts";
 import { startup } from "./scenarios/startup.ts";
+import { statementGc } from "./scenarios/statement-gc.ts";
 import { statements } from "./scenarios/statements.ts";
 import { trading } from "./scenarios/trading.ts";
 
@@ -60,6 +61,7 @@ const scenarios = [
   foundation,
   reads,
   statements,
+  statementGc,
   deposits,
   depositSql,
   fundingFacts,
