@@ -164,7 +164,7 @@ const plainQuery = pg.Client.prototype.query as (this: pg.Client, ...args: unkno
   if (typeof text !== "string" || args.length > 2) {
     // A query given as an object carries its own bound (`query_timeout`: migrations, the ledger
     // check's snapshot), which pg keeps.
-    return (plainQuery.apply(this, args) as Promise<unknown>).catch((err: Error) => {
+    return (plainQuery.apply(this, args) as Promise<unknown>).catch((err: unknown) => {
       throw statementFailure(this, err);
     });
   }
@@ -204,19 +204,22 @@ function sendStatement(client: pg.Client, text: string, values: unknown[] | unde
       }
     } catch (err) {
       clearTimeout(timer);
-      reject(err);
+      reject(statementFailure(client, err));
     }
   });
 }
 
-function readTimedOut(client: pg.Client, reject: (err: Error) => void): void {
+function readTimedOut(client: pg.Client, reject: (err: unknown) => void): void {
   reject(statementFailure(client, new Error(readTimeoutMessage)));
 }
 
 /** What a statement's failure is to its caller; a connection that cannot be trusted is closed. */
-function statementFailure(client: pg.Client, err: Error): Error {
-  const code = (err as { code?: unknown }).code;
-  if (err.message === readTimeoutMessage || (typeof code === "string" && sessionEnding(code))) {
+function statementFailure(client: pg.Client, err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (
+    (err instanceof Error && err.message === readTimeoutMessage) ||
+    (typeof code === "string" && sessionEnding(code))
+  ) {
     // The server may still be working on the statement, or be out of reach, or it has ended the
     // session: the connection is closed and the pool will not hand it out again. (Its end is
     // seen a moment after the error, by then the client may be back in the pool, and the next
@@ -265,7 +268,7 @@ async function openPostgres(
     // Every wait on the database is bounded (config/limits.ts, docs/operations.md).
     connectionTimeoutMillis: limits.databaseConnectMs,
     statement_timeout: limits.databaseStatementMs,
-    // The read bound (limits.databaseReadMs) is the client's own (PreparingClient, withinReadBound).
+    // The read bound (limits.databaseReadMs) is the client's own (PreparingClient, sendStatement).
     idle_in_transaction_session_timeout: limits.databaseIdleInTransactionMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
