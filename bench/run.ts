@@ -27,6 +27,7 @@
 //   BENCH_POOL_SIZE         the pool per API process, both sides of the comparisons (default 10)
 //   BENCH_STARTUP_ROUNDS    starts per target in the startup scenario (default 5)
 //   BENCH_ROUNDS            interleaved rounds of the events scenario (default 3; scenarios/events.ts)
+//                           and of statement-gc (default 2; scenarios/statement-gc.ts)
 //   BENCH_SLICES            slices per side in the reads, deposits and trading scenarios, the sides
 //                           alternated (default 5; compare.ts, measureAlternated)
 //   BENCH_MEMORY_S          seconds of mixed load in the memory scenario (default 600)
