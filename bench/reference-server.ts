@@ -2,7 +2,8 @@
 // as each path of the service, written the plain way, with nothing the service adds on top (no
 // replay guard, no re-read of the partner's row, no client or asset status checks, no ledger of
 // postings, no OpenAPI schemas). Plain Fastify with its pino logger at the service's level, `pg`
-// with the service's pool size per process, and the partner's Ed25519 public key parsed once. The
+// with the service's pool size per process (every statement in pg's callback form, as the service
+// sends its own since 7 December), and the partner's Ed25519 public key parsed once. The
 // signature is checked with packages/protocol's own canonical string and verification, so the
 // crypto is the service's.
 //
@@ -248,16 +249,33 @@ async function serve(): Promise<void> {
   // -------------------------------------------------------------------------------------------
   // Writes, on the reference's own tables
 
+  /**
+   * One statement on a checked-out connection, in pg's callback form: its promise form costs each
+   * statement's answer a trip to the old generation (docs/decisions.md, "A statement's answer
+   * through pg's callback form"), which `pool.query`, the callback form inside, does not pay.
+   */
+  function send<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    c: pg.PoolClient,
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    return new Promise((resolve, reject) => {
+      const answer = (err: Error | null, result: pg.QueryResult<R>) => (err ? reject(err) : resolve(result));
+      if (values === undefined) c.query<R>(text, answer);
+      else c.query<R>(text, values, answer);
+    });
+  }
+
   /** BEGIN … COMMIT on one connection; any refusal or error rolls back. */
   async function inTransaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await pool.connect();
     try {
-      await c.query("BEGIN");
+      await send(c, "BEGIN");
       const out = await work(c);
-      await c.query("COMMIT");
+      await send(c, "COMMIT");
       return out;
     } catch (err) {
-      await c.query("ROLLBACK").catch(() => {});
+      await send(c, "ROLLBACK").catch(() => {});
       throw err;
     } finally {
       c.release();
@@ -276,7 +294,8 @@ async function serve(): Promise<void> {
       if (amount === null || amount <= 0n) throw new Refusal(422, "amount");
       const delta = formatDecimal(type === "deposit" ? amount : -amount);
       const order = await inTransaction(async (c) => {
-        const inserted = await c.query<{ id: string; created_at: Date }>(
+        const inserted = await send<{ id: string; created_at: Date }>(
+          c,
           `INSERT INTO ref_orders (partner_id, partner_client_id, partner_order_ref, type, asset_id, amount)
            VALUES ($1, $2, $3, $4, $5, $6)
            ON CONFLICT (partner_id, partner_order_ref) DO NOTHING
@@ -285,7 +304,8 @@ async function serve(): Promise<void> {
         );
         const row = inserted.rows[0];
         if (row === undefined) throw new Refusal(409, "duplicate reference");
-        const moved = await c.query(
+        const moved = await send(
+          c,
           `UPDATE ref_balances SET balance = balance + $4
             WHERE partner_id = $1 AND partner_client_id = $2 AND asset_id = $3 AND balance + $4 >= 0`,
           [partnerId, pcid, asset, delta],
@@ -370,7 +390,8 @@ async function serve(): Promise<void> {
     if (typeof pcid !== "string" || typeof token !== "string") throw new Refusal(400, "fields");
     const tokenHash = crypto.createHash("sha256").update(token).digest();
     return inTransaction(async (c) => {
-      const spent = await c.query<QuoteRow>(
+      const spent = await send<QuoteRow>(
+        c,
         `UPDATE ref_quotes SET spent_at = now()
           WHERE token_hash = $1 AND partner_id = $2 AND partner_client_id = $3
             AND spent_at IS NULL AND expires_at > now()
@@ -382,7 +403,8 @@ async function serve(): Promise<void> {
       const buying = q.side === "buy";
       const base = money(q.base_amount);
       const total = buying ? money(q.quote_amount) + money(q.fee) : money(q.quote_amount) - money(q.fee);
-      const inserted = await c.query<{ id: string; created_at: Date }>(
+      const inserted = await send<{ id: string; created_at: Date }>(
+        c,
         `INSERT INTO ref_orders (partner_id, partner_client_id, type, asset_id, amount, counter_asset_id,
                                  counter_amount, price, fee)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -390,7 +412,8 @@ async function serve(): Promise<void> {
         [partnerId, pcid, q.side, q.base_id, q.base_amount, q.quote_id, formatDecimal(total), q.price, q.fee],
       );
       const move = async (asset: string, delta: bigint) => {
-        const r = await c.query(
+        const r = await send(
+          c,
           `UPDATE ref_balances SET balance = balance + $4
             WHERE partner_id = $1 AND partner_client_id = $2 AND asset_id = $3 AND balance + $4 >= 0`,
           [partnerId, pcid, asset, formatDecimal(delta)],
