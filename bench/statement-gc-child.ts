@@ -1,8 +1,8 @@
 // One side of the statement-gc scenario (bench/scenarios/statement-gc.ts), in a process of its own
-// started with an API worker's V8 options (its young generation at its bound): the same read sent by 16 loops at once for a few
-// seconds, after a 2 s warm-up, with V8's --trace-gc-nvp on for the measured seconds alone, then one
-// line of JSON with the statements sent. The parent reads the collections from this process's
-// standard output.
+// started with an API worker's V8 options (its young generation at its bound): the same read sent
+// by 16 loops at once for a few seconds, after a 2 s warm-up, with V8's --trace-gc-nvp on for the
+// measured seconds alone, then one line of JSON with the statements sent. The parent reads the
+// collections from this process's standard output.
 //
 // Usage: node <worker's V8 options> bench/statement-gc-child.ts <side> <database URL> <seconds>
 //   side: "service" (the service's handle: Kysely and db/database.ts, a marked statement, as a hot

@@ -5,8 +5,13 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { CompiledQuery, sql } from "kysely";
 import { limits } from "../config/limits.ts";
-import { openTestDatabase } from "../testing/harness.ts";
-import { type DatabaseHandle, DatabaseUnavailableError, preparedMarker } from "./database.ts";
+import { openTestDatabase, testDatabaseUrl } from "../testing/harness.ts";
+import {
+  type DatabaseHandle,
+  DatabaseUnavailableError,
+  PreparingClient,
+  preparedMarker,
+} from "./database.ts";
 import { isUnavailable } from "./errors.ts";
 import { moneyFromPg, moneyToPg } from "./numeric.ts";
 import { isoFromMs, isoFromPg } from "./time.ts";
@@ -262,6 +267,60 @@ test("on PostgreSQL a statement left unanswered past databaseReadMs is a 503, it
     );
     assert.notEqual(rows[0]!.s, "0");
   }
+});
+
+test("on PostgreSQL the read bound holds for every form a query may take: an object without its own bound, pg's callback form", async () => {
+  if (testDatabaseUrl === null) {
+    // PGlite runs inside the process: no server to wait for.
+    assert.equal(database.kind, "pglite");
+    return;
+  }
+  // The service sends none of these forms today (its statements are strings, its objects carry
+  // their own bound); a dependency or a later caller that does still gets the bound, and its
+  // session is closed.
+  const sleep = `SELECT pg_sleep(${(limits.databaseReadMs + 2_000) / 1000})`;
+  const forms: [string, (c: PreparingClient) => Promise<unknown>][] = [
+    ["an object", (c) => c.query({ text: sleep })],
+    [
+      "a string, answered through a callback",
+      (c) => new Promise((resolve, reject) => c.query(sleep, [], (e, r) => (e ? reject(e) : resolve(r)))),
+    ],
+    [
+      "an object, answered through a callback",
+      (c) =>
+        new Promise((resolve, reject) => c.query({ text: sleep }, (e, r) => (e ? reject(e) : resolve(r)))),
+    ],
+  ];
+  await Promise.all(
+    forms.map(async ([form, send]) => {
+      const client = new PreparingClient({ connectionString: testDatabaseUrl! });
+      await client.connect();
+      let ended = false;
+      client.on("end", () => {
+        ended = true;
+      });
+      try {
+        await client.query("SET statement_timeout = 0");
+        const started = Date.now();
+        const err = await send(client).then(
+          () => assert.fail(`${form}: expected the read bound to end it`),
+          (e: unknown) => e,
+        );
+        const tookMs = Date.now() - started;
+        assert.ok(err instanceof DatabaseUnavailableError, `${form}: ${String(err)}`);
+        assert.match(err.message, /Query read timeout/, form);
+        assert.ok(
+          tookMs >= limits.databaseReadMs - 50 && tookMs < limits.databaseReadMs + 1_500,
+          `${form}: ${tookMs} ms`,
+        );
+        const deadline = Date.now() + 2_000;
+        while (!ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        assert.equal(ended, true, `${form}: its session was not closed`);
+      } finally {
+        await client.end().catch(() => {});
+      }
+    }),
+  );
 });
 
 test("on PostgreSQL a marked statement whose connection is lost is a 503, and the pool goes on", async () => {

@@ -139,7 +139,7 @@ const lostClients = new WeakSet<pg.Client>();
  * A pg client that prepares the statements marked with `preparedMarker`, survives losing its
  * connection while checked out, and reports that loss as a DatabaseUnavailableError.
  */
-class PreparingClient extends pg.Client {
+export class PreparingClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
     super(config);
     // pg-pool listens for 'error' only while a client is idle in the pool, but a client whose
@@ -157,19 +157,48 @@ const plainQuery = pg.Client.prototype.query as (this: pg.Client, ...args: unkno
   ...args: unknown[]
 ): unknown {
   const [text, values] = args;
-  // Callback and submittable forms are passed on untouched (the service uses neither).
-  if (typeof args.at(-1) === "function" || typeof (text as { submit?: unknown })?.submit === "function") {
-    return plainQuery.apply(this, args);
+  // A Query made by the caller (a submittable) is its caller's, bound and all.
+  if (typeof (text as { submit?: unknown })?.submit === "function") return plainQuery.apply(this, args);
+  const last = args.at(-1);
+  if (typeof last === "function") {
+    // pg's callback form (pg.Pool's own query uses it): a string statement is sent as every other,
+    // with the same read bound and errors; an object gets the read bound when it has none.
+    const callback = last as (err: unknown, result?: unknown) => void;
+    if (typeof text === "string") {
+      // Called outside the promise, as pg calls it: a throw in it is not a rejection nobody handles.
+      sendStatement(this, text, args.length > 2 ? (values as unknown[] | undefined) : undefined).then(
+        (result) => process.nextTick(callback, null, result),
+        (err: unknown) => process.nextTick(callback, err),
+      );
+      return undefined;
+    }
+    return plainQuery.apply(this, [
+      readBounded(text),
+      ...args.slice(1, -1),
+      (err: unknown, result?: unknown) => {
+        callback(err ? statementFailure(this, err) : err, result);
+      },
+    ]);
   }
   if (typeof text !== "string" || args.length > 2) {
     // A query given as an object carries its own bound (`query_timeout`: migrations, the ledger
-    // check's snapshot), which pg keeps.
-    return (plainQuery.apply(this, args) as Promise<unknown>).catch((err: unknown) => {
+    // check's snapshot), which pg keeps; one without gets the read bound.
+    const answer = plainQuery.apply(this, [readBounded(text), ...args.slice(1)]);
+    // No promise when the object carries its own callback, which then gets pg's errors as they are.
+    if (!(answer instanceof Promise)) return answer;
+    return answer.catch((err: unknown) => {
       throw statementFailure(this, err);
     });
   }
   return sendStatement(this, text, values as unknown[] | undefined);
 };
+
+/** A query given as an object, with pg's read bound (`query_timeout`) set to ours when it has none. */
+function readBounded(config: unknown): unknown {
+  if (typeof config !== "object" || config === null) return config;
+  if ((config as { query_timeout?: unknown }).query_timeout !== undefined) return config;
+  return { ...config, query_timeout: limits.databaseReadMs };
+}
 
 /** The error of a statement whose answer did not come within `limits.databaseReadMs`. */
 const readTimeoutMessage = "Query read timeout";
@@ -198,7 +227,10 @@ function sendStatement(client: pg.Client, text: string, values: unknown[] | unde
     };
     try {
       if (text.startsWith(preparedMarker)) {
-        plainQuery.call(client, new pg.Query({ text, name: statementName(text), values }, answer));
+        // Made from the text, not from a config object, which pg would copy; named after.
+        const query = new pg.Query(text, values, answer) as pg.Query & { name?: string };
+        query.name = statementName(text);
+        plainQuery.call(client, query);
       } else {
         plainQuery.call(client, text, values, answer);
       }
