@@ -38,6 +38,12 @@ export interface PartnersTable {
   rate_limit_reads: ColumnType<number | null, number | null | undefined, number | null>;
   rate_limit_writes: ColumnType<number | null, number | null | undefined, number | null>;
   rate_limit_quotes: ColumnType<number | null, number | null | undefined, number | null>;
+  /**
+   * Kept by the database from partner_keys and this row (migration 0030), never written by the
+   * service: the active keys newest first, and the credentials' JSON text a signed read carries.
+   */
+  active_keys: ColumnType<string[], never, never>;
+  credentials: ColumnType<string, never, never>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

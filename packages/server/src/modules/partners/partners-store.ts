@@ -149,25 +149,23 @@ export interface SignatureRecord {
   judgedBy: PartnerCredentials;
 }
 
-// The active keys are read in the same statement as the partner's row, so a request is judged by
-// one snapshot of both: a key retired or added is seen by the next request in every process.
+// The credentials are one row's columns: the partner's active keys, newest first, are kept on its
+// row by the database (migration 0030), so a request is judged by one snapshot of its row and its
+// keys: a key retired or added is seen by the next request in every process.
 // Newest first: after a rotation the partner signs with the new key, which is then tried first.
 // The rate-limit budgets come with them: a request's limits cost no statement of their own.
 const credentialColumns = sql`p.id, p.allowed_ips, p.active,
-  p.rate_limit_reads, p.rate_limit_writes, p.rate_limit_quotes, ARRAY(
-  SELECT k.public_key_pem FROM partner_keys k
-  WHERE k.partner_id = p.id AND k.retired_at IS NULL
-  ORDER BY k.created_at DESC, k.id DESC
-) AS public_keys`;
+  p.rate_limit_reads, p.rate_limit_writes, p.rate_limit_quotes, p.active_keys AS public_keys`;
 
 /**
  * The partner's credentials as one JSON text (null when there is no such partner), for a read's
- * own statement to carry (db/credential-witness.ts). An uncorrelated subquery: PostgreSQL runs it
- * once per statement, in the statement's snapshot. Text rather than json, so that a statement of
- * many rows costs one JSON.parse (credentialsFromJson), not one per row.
+ * own statement to carry (db/credential-witness.ts): partners.credentials, which the database
+ * keeps equal to the JSON of credentialColumns (migration 0030). An uncorrelated subquery:
+ * PostgreSQL runs it once per statement, in the statement's snapshot. Text rather than json, so
+ * that a statement of many rows costs one JSON.parse (credentialsFromJson), not one per row.
  */
 export function credentialsColumn(id: string): RawBuilder<unknown> {
-  return sql`(SELECT to_jsonb(c)::text FROM (SELECT ${credentialColumns} FROM partners p WHERE p.id = ${id}) c)`;
+  return sql`(SELECT p.credentials FROM partners p WHERE p.id = ${id})`;
 }
 
 /** Credentials as credentialsColumn gives them; undefined for null or a value of another shape. */
