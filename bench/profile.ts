@@ -482,6 +482,16 @@ async function main(): Promise<number> {
         "HeapProfiler.stopSampling",
       );
       const allocated = bucketTimes(heapAsProfile(heap.head));
+      // The whole tree, every sample's stack, for Chrome's DevTools or a script to read.
+      fs.mkdirSync(path.join(import.meta.dirname, "results"), { recursive: true });
+      fs.writeFileSync(
+        path.join(
+          import.meta.dirname,
+          "results",
+          `latest-profile-${spec.name.replace(/\W+/g, "-")}.heapprofile`,
+        ),
+        JSON.stringify({ head: heap.head }),
+      );
       const allocOk = Math.max(allocLoad.ok, 1);
       const allocTotal = [...allocated.times.values()].reduce((a, b) => a + b, 0);
       const top = (
