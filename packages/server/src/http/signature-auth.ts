@@ -263,24 +263,8 @@ export async function authenticate(
       decision = await limiter.take(result.partnerId, cls, limit);
     }
   }
-  if (pending instanceof SignedWrite) {
-    const taken = limit;
-    const partnerId = result.partnerId;
-    pending.beforeWrite = async (settled) => {
-      const now = effectiveLimit(settled.rateLimits, cls);
-      if (now === taken) return null;
-      const again = await limiter.take(partnerId, cls, now);
-      if (again === null) {
-        for (const field of rateLimitFields) reply.removeHeader(field);
-        return null;
-      }
-      setRateLimitFields(reply, again);
-      if (again.allowed) return null;
-      request.log.debug({ rateClass: cls, partnerId }, "rate limit reached");
-      reply.header("Retry-After", again.retryAfterSeconds);
-      return "too_many_requests";
-    };
-  }
+  if (pending instanceof SignedWrite)
+    pending.beforeWrite = retakeBeforeWrite(limiter, reply, cls, limit, result.partnerId);
   // A write is taken from the budget it was judged by: its statement checks that budget is still
   // the row's; when it is not, the write is judged again by the row, and taken from the row's
   // budget (beforeWrite), before it changes anything.
@@ -295,6 +279,36 @@ export async function authenticate(
   reply.header("Retry-After", decision.retryAfterSeconds);
   await sendError(reply, "too_many_requests");
   return reply;
+}
+
+/**
+ * What a signed write does once judged again by the partner's row before its change: when the row's
+ * budget for its class is not the one it was taken from, it is taken from the row's. Made here, not
+ * in authenticate(), so that the step holds the reply and no more of that call's scope, which kept
+ * every write's request alive past the young generation's collections (docs/decisions.md, "A
+ * write's budget step made outside the request's authentication").
+ */
+function retakeBeforeWrite(
+  limiter: RateLimiter,
+  reply: FastifyReply,
+  cls: RateClass,
+  taken: number,
+  partnerId: string,
+): (settled: AuthResult & { ok: true }) => Promise<ErrorName | null> {
+  return async (settled) => {
+    const now = effectiveLimit(settled.rateLimits, cls);
+    if (now === taken) return null;
+    const again = await limiter.take(partnerId, cls, now);
+    if (again === null) {
+      for (const field of rateLimitFields) reply.removeHeader(field);
+      return null;
+    }
+    setRateLimitFields(reply, again);
+    if (again.allowed) return null;
+    reply.log.debug({ rateClass: cls, partnerId }, "rate limit reached");
+    reply.header("Retry-After", again.retryAfterSeconds);
+    return "too_many_requests";
+  };
 }
 
 async function refuse(request: FastifyRequest, reply: FastifyReply, cause: string): Promise<FastifyReply> {

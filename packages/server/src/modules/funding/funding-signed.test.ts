@@ -206,6 +206,41 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     assert.deepEqual(await checkLedger(ctx.services.database.db), []);
   });
 
+  test("a write judged by a budget the row no longer holds is taken from the row's budget before its change", async () => {
+    const { partner, clientId } = await keptPartner("retake");
+    const partners = ctx.services.partners;
+    const post = (ref: string) => signedPost(second, { ...deposit(ref), partner, atMs: now() });
+
+    // Two writes a window, set behind the back of the process that kept the default: the statement
+    // finds another budget, the row judges the request again, and it is taken from the row's.
+    assert.ok((await partners.setRateLimits(partner.id, { writes: 2 }, testNote)).ok);
+    const first = await post("retake-1");
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal(first.headers["ratelimit-limit"], "2", "the answer tells the row's budget");
+    assert.equal(first.headers["ratelimit-remaining"], "1");
+    const second2 = await post("retake-2");
+    assert.equal(second2.statusCode, 200, second2.body);
+    assert.equal(second2.headers["ratelimit-remaining"], "0");
+
+    // The process learns a budget of five (a request over its kept budget is judged by the row
+    // first), then the row goes back to two behind its back: two are spent in this window.
+    assert.ok((await partners.setRateLimits(partner.id, { writes: 5 }, testNote)).ok);
+    const third = await post("retake-3");
+    assert.equal(third.statusCode, 200, third.body);
+    assert.equal(third.headers["ratelimit-limit"], "5");
+    assert.ok((await partners.setRateLimits(partner.id, { writes: 2 }, testNote)).ok);
+    const before = await state(partner.id, clientId);
+    const over = await post("retake-4");
+    assertAnswer(over, 429, 429, "taken from the row's spent budget before its change");
+    assert.equal(over.headers["ratelimit-limit"], "2");
+    assert.equal(over.headers["ratelimit-remaining"], "0");
+    assert.ok(Number(over.headers["retry-after"]) > 0, "says when");
+    const after = await state(partner.id, clientId);
+    assert.equal(after.orders, before.orders, "no order over the row's budget");
+    assert.equal(after.balance, before.balance);
+    assert.deepEqual(await checkLedger(ctx.services.database.db), []);
+  });
+
   test("identical requests at once, in two processes: one order, every other answer a 401", async () => {
     const { partner, clientId } = await keptPartner("identical");
     const before = await state(partner.id, clientId);
