@@ -218,9 +218,9 @@ describe("a deposit or withdrawal recorded in its order's statement", () => {
     assert.equal(first.statusCode, 200, first.body);
     assert.equal(first.headers["ratelimit-limit"], "2", "the answer tells the row's budget");
     assert.equal(first.headers["ratelimit-remaining"], "1");
-    const second2 = await post("retake-2");
-    assert.equal(second2.statusCode, 200, second2.body);
-    assert.equal(second2.headers["ratelimit-remaining"], "0");
+    const next = await post("retake-2");
+    assert.equal(next.statusCode, 200, next.body);
+    assert.equal(next.headers["ratelimit-remaining"], "0");
 
     // The process learns a budget of five (a request over its kept budget is judged by the row
     // first), then the row goes back to two behind its back: two are spent in this window.
