@@ -504,7 +504,6 @@ async function main(): Promise<number> {
       ).rows;
       const ok = Math.max(result.ok, 1);
       const { times, perFunction } = bucketTimes(profile);
-      fs.mkdirSync(path.join(import.meta.dirname, "results"), { recursive: true });
       fs.writeFileSync(
         path.join(
           import.meta.dirname,

@@ -11,7 +11,7 @@ export interface Random {
  * Bytes for small requests (a quote's token, a key) are taken from a pool filled by the
  * cryptographically secure generator 4 KiB at a time, as Node's own randomUUID() keeps its entropy:
  * one call into OpenSSL per 128 tokens instead of one per token (`crypto.randomBytes(32)` cost
- * about 5 µs a call, the pooled form 0.2; docs/decisions.md, "Random bytes from a pool"). Every
+ * about 5 µs a call, the pooled form 0.15; docs/decisions.md, "Random bytes from a pool"). Every
  * byte of the pool is handed out once, copied out of it, and the pool is refilled before any is
  * handed out again. A larger request goes to the generator directly.
  */
