@@ -39,6 +39,14 @@ export const adminToken = "bench-admin-token-0123456789abcdef";
  */
 const poolSize = intFromEnv("BENCH_POOL_SIZE", 10, 1, 200);
 
+/** The library the reference verifies signatures with: BENCH_REFERENCE_VERIFIER, default node. */
+function referenceVerifier(): "node" | "libsodium" {
+  const raw = process.env.BENCH_REFERENCE_VERIFIER || "node";
+  if (raw !== "node" && raw !== "libsodium")
+    throw new Error(`BENCH_REFERENCE_VERIFIER must be node or libsodium, not ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Both servers on one database
 
@@ -119,6 +127,8 @@ export async function startPair(ctx: ScenarioContext, options: { referenceAed: s
       poolSize,
       // The level startService gives the service.
       logLevel: "warn",
+      // node:crypto, as the issue's reference verifies, unless BENCH_REFERENCE_VERIFIER=libsodium.
+      verifier: referenceVerifier(),
     }),
   );
   const reference = await startPortReporter(ctx.cleanup, "reference", [

@@ -221,6 +221,7 @@ const serviceVariables = [
   "REDIS_URL",
   "REDIS_TIMEOUT_MS",
   "RATE_LIMITS",
+  "SIGNATURE_VERIFIER",
 ];
 
 /**
@@ -282,6 +283,10 @@ export async function startService(
     ADMIN_PORT: "0",
     PRICE_FEED: "manual",
     LOG_LEVEL: "warn",
+    // The service's own default (auto) unless BENCH_SIGNATURE_VERIFIER names a library.
+    ...(process.env.BENCH_SIGNATURE_VERIFIER
+      ? { SIGNATURE_VERIFIER: process.env.BENCH_SIGNATURE_VERIFIER }
+      : {}),
     ...options.env,
   });
   fs.mkdirSync(options.dataDir, { recursive: true });
@@ -827,6 +832,7 @@ export function environmentInfo(): Record<string, unknown> {
     loadavg_at_start: os.loadavg(),
     clk_tck: clockTicksPerSecond(),
     git_commit: commit,
+    signature_verifier: process.env.BENCH_SIGNATURE_VERIFIER || "auto",
   };
 }
 

@@ -25,13 +25,18 @@
 //                                                  bound the issue sets on a read's server CPU is
 //                                                  1.3 times this route's
 //
+// The signature is verified by node:crypto, as the issue's reference does; with "verifier":
+// "libsodium" in its configuration (BENCH_REFERENCE_VERIFIER), by libsodium through sodium-native,
+// the library the service verifies with by default, to tell the library's share of a ratio apart.
+//
 // Usage: node bench/reference-server.ts <config.json>, the file holding { databaseUrl, partnerId,
-// publicKeyPem, workers, poolSize, logLevel }. Forks `workers` processes sharing one loopback port
+// publicKeyPem, workers, poolSize, logLevel, verifier }. Forks `workers` processes sharing one loopback port
 // and prints {"port":N} on stdout once all listen.
 
 import cluster from "node:cluster";
 import crypto from "node:crypto";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import {
   canonicalPath,
   canonicalString,
@@ -53,6 +58,7 @@ interface Config {
   workers: number;
   poolSize: number;
   logLevel: string;
+  verifier?: "node" | "libsodium";
 }
 
 const configFile = process.argv[2];
@@ -98,11 +104,23 @@ class Refusal extends Error {
   }
 }
 
+/** The partner's signature check, by node:crypto (packages/protocol's) or by libsodium. */
+function signatureCheck(key: crypto.KeyObject, library: "node" | "libsodium") {
+  if (library === "node") return (canonical: string, sig: Buffer) => verifySignature(key, canonical, sig);
+  const sodium = createRequire(import.meta.url)("sodium-native") as {
+    crypto_sign_verify_detached(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): boolean;
+  };
+  // RFC 8410's SubjectPublicKeyInfo: 12 bytes of prefix, then the key's 32.
+  const raw = key.export({ type: "spki", format: "der" }).subarray(12);
+  return (canonical: string, sig: Buffer) =>
+    sodium.crypto_sign_verify_detached(sig, Buffer.from(canonical, "utf8"), raw);
+}
+
 async function serve(): Promise<void> {
   const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolSize });
   const parsed = parsePublicKey(config.publicKeyPem);
   if (!parsed.ok) throw new Error(`the partner's public key: ${parsed.reason}`);
-  const publicKey = parsed.key;
+  const verify = signatureCheck(parsed.key, config.verifier ?? "node");
   const partnerId = config.partnerId.toLowerCase();
   const rawBodies = new WeakMap<FastifyRequest, Buffer>();
 
@@ -140,7 +158,7 @@ async function serve(): Promise<void> {
       path,
       body: rawBodies.get(request) ?? "",
     });
-    if (!verifySignature(publicKey, canonical, sig)) throw new Refusal(401, "signature mismatch");
+    if (!verify(canonical, sig)) throw new Refusal(401, "signature mismatch");
   });
 
   // -------------------------------------------------------------------------------------------

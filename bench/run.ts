@@ -12,6 +12,8 @@
 //   BENCH_CONNECTIONS       concurrent connections (default 10; the deposits scenario uses 64 unless set)
 //   BENCH_ENTRY             what the service on PostgreSQL runs: "bundle" (default, the production
 //                           process, built from the tree first) or "sources" (lib.ts, ServiceEntry)
+//   BENCH_SIGNATURE_VERIFIER  the service's SIGNATURE_VERIFIER (auto, libsodium or node; default:
+//                           the service's own, auto); the reference always verifies with node:crypto
 //   BENCH_DATABASE_URL, BENCH_WORKERS, BENCH_CLIENTS, BENCH_PGBENCH: see scenarios/deposits.ts
 //   (deposit-sql, the database's side of a deposit alone and what each part of it costs, uses the
 //   same, with BENCH_ROUNDS rounds, default 2, BENCH_PARTS, and BENCH_LOOP to measure in one backend)

@@ -10,7 +10,8 @@
 //
 // The packages left out of the bundle are resolved from node_modules at run time, as usual: PGlite
 // and its Kysely dialect (loaded only for the sandbox, with files of their own: WebAssembly, data),
-// Swagger UI (it serves the files of its package), and pg-native (an optional add-on of pg). The
+// Swagger UI (it serves the files of its package), pg-native (an optional add-on of pg) and
+// sodium-native (a prebuilt add-on, loaded by platform/signature-verifier.ts when it can be). The
 // files are written under a temporary name and renamed, so a process that starts meanwhile reads
 // either the old bundle or the new one.
 
@@ -28,6 +29,7 @@ const serverExternals = [
   "kysely-pglite-dialect",
   "@fastify/swagger-ui",
   "pg-native",
+  "sodium-native",
 ] as const;
 
 function writeAtomically(file: string, contents: string | Uint8Array): void {

@@ -39,6 +39,7 @@ import { type FileStore, LocalFileStore } from "./platform/file-store.ts";
 import { type KeptFactsCounter, keptFactsCounter } from "./platform/kept-facts-metric.ts";
 import type { Random } from "./platform/random.ts";
 import { SharedState } from "./platform/redis.ts";
+import { chooseVerifier } from "./platform/signature-verifier.ts";
 import { folderSecret, folderSigningKey } from "./sandbox.ts";
 
 /** The simulated feed's seed: the same walk on every start (docs/decisions.md, "Prices"). */
@@ -179,12 +180,21 @@ export function buildServices(deps: {
         });
   const keptFacts = keptFactsCounter();
   const ordersPerCall = ordersPerCallHistogram();
+  // SIGNATURE_VERIFIER=libsodium without a working add-on throws here: the process does not start.
+  const { verifier, fallbackReason } = chooseVerifier(config.signatureVerifier);
+  if (fallbackReason === null) deps.logger?.info({ library: verifier.library }, "signature verifier");
+  else {
+    deps.logger?.warn(
+      { reason: fallbackReason },
+      "signatures are verified by node:crypto, at about twice libsodium's cost (docs/operations.md, SIGNATURE_VERIFIER)",
+    );
+  }
   return {
     ...deps,
     sharedState,
     rateLimiter: config.rateLimits ? new RateLimiter({ clock: deps.clock, shared: sharedState }) : null,
     bodyBudget: new BodyBudget(config.bodyBytesInFlightMax),
-    authenticator: new PartnerAuthenticator(db, deps.clock, sharedState),
+    authenticator: new PartnerAuthenticator(db, deps.clock, sharedState, verifier),
     partners: new PartnersService(db, deps.clock, deps.random),
     catalog: new CatalogService(db),
     priceFeed,

@@ -167,6 +167,21 @@ test("REDIS_URL, REDIS_TIMEOUT_MS and RATE_LIMITS: defaults, valid values, one l
   );
 });
 
+test("SIGNATURE_VERIFIER: auto by default, each library by name, anything else refused", () => {
+  assert.equal(loadConfig({}, "/srv/app").signatureVerifier, "auto");
+  for (const choice of ["auto", "libsodium", "node"] as const) {
+    assert.equal(loadConfig({ SIGNATURE_VERIFIER: choice }, "/srv/app").signatureVerifier, choice);
+  }
+  assert.throws(
+    () => loadConfig({ SIGNATURE_VERIFIER: "openssl" }, "/srv/app"),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(err.problems, ['SIGNATURE_VERIFIER: expected auto, libsodium or node, got "openssl"']);
+      return true;
+    },
+  );
+});
+
 test("CONNECTIONS_PER_ADDRESS_MAX and CONNECTIONS_MAX: defaults, valid values, one line per bad one", () => {
   const plain = loadConfig({}, "/srv/app");
   assert.equal(plain.connectionsPerAddressMax, 1_000);

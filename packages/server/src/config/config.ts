@@ -4,6 +4,7 @@
 import crypto from "node:crypto";
 import path from "node:path";
 import ipaddr from "ipaddr.js";
+import type { VerifierChoice } from "../platform/signature-verifier.ts";
 import { limits } from "./limits.ts";
 
 export type PriceFeedKind = "simulated" | "manual";
@@ -69,6 +70,11 @@ export interface Config {
   readonly connectionsMax: number;
   /** Request body bytes the process holds at once; past them a body is a 503 (BODY_BYTES_IN_FLIGHT_MAX). */
   readonly bodyBytesInFlightMax: number;
+  /**
+   * Which library verifies the partners' signatures (SIGNATURE_VERIFIER): auto (libsodium when its
+   * add-on loads, else node:crypto), libsodium (or the process does not start), node.
+   */
+  readonly signatureVerifier: VerifierChoice;
 }
 
 export class ConfigError extends Error {
@@ -189,6 +195,11 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     problems.push(`RATE_LIMITS: expected on or off, got "${rawRateLimits}"`);
   }
 
+  const signatureVerifier = (env.SIGNATURE_VERIFIER || "auto") as VerifierChoice;
+  if (signatureVerifier !== "auto" && signatureVerifier !== "libsodium" && signatureVerifier !== "node") {
+    problems.push(`SIGNATURE_VERIFIER: expected auto, libsodium or node, got "${env.SIGNATURE_VERIFIER}"`);
+  }
+
   const config: Config = {
     port,
     host,
@@ -227,6 +238,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd: string 
     redisUrl,
     redisTimeoutMs: integer("REDIS_TIMEOUT_MS", limits.redisCommandMs, 10, 10_000),
     rateLimits: rawRateLimits !== "off",
+    signatureVerifier,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { KyselyPlugin } from "kysely";
+import { chooseVerifier, type SignatureVerifier } from "../../platform/signature-verifier.ts";
 import { startTestContext, type TestContext, testNote } from "../../testing/harness.ts";
 import { CredentialCheck, PartnerAuthenticator, type SignedRequest } from "./partner-auth.ts";
 import { credentialsColumn } from "./partners-store.ts";
@@ -100,6 +101,55 @@ describe("partner authentication, statement by statement", () => {
     const replayed = request(ctx.partner.id, ctx.partner.privateKeyPem, "POST", '{"a":2}');
     assert.deepEqual(await cost(auth, replayed), { result: "ok", statements: 1 });
     assert.deepEqual(await cost(auth, replayed), { result: "replay", statements: 1 });
+  });
+
+  test("a refusal costs three verifications whoever asks; an acceptance stops at the key that verifies", async () => {
+    const p = await ctx.addPartner({ name: "Partner of the verification count" });
+    const second = generateKeyPair();
+    const third = generateKeyPair();
+    ctx.clock.advance(1_000);
+    assert.ok((await ctx.services.partners.addKey(p.id, "second", second.publicKeyPem, testNote)).ok);
+    ctx.clock.advance(1_000);
+    assert.ok((await ctx.services.partners.addKey(p.id, "third", third.publicKeyPem, testNote)).ok);
+    const { verifier } = chooseVerifier("auto");
+    let verifications = 0;
+    const counting: SignatureVerifier = {
+      library: verifier.library,
+      verify(key, message, signature) {
+        verifications++;
+        return verifier.verify(key, message, signature);
+      },
+    };
+    const auth = new PartnerAuthenticator(ctx.services.database.db, ctx.clock, null, counting);
+    const count = async (req: SignedRequest) => {
+      verifications = 0;
+      const result = await auth.authenticate(req);
+      return { result: result.ok ? "ok" : result.cause, verifications };
+    };
+    const stranger = generateKeyPair();
+    const unknownId = "0b5f2f6e-8d1c-4f53-a1d7-6c1e3f9b2a40";
+    // The partner's keys are tried newest first.
+    assert.deepEqual(await count(request(p.id, third.privateKeyPem, "GET")), {
+      result: "ok",
+      verifications: 1,
+    });
+    assert.deepEqual(await count(request(p.id, second.privateKeyPem, "GET")), {
+      result: "ok",
+      verifications: 2,
+    });
+    assert.deepEqual(await count(request(p.id, p.privateKeyPem, "GET")), { result: "ok", verifications: 3 });
+    assert.deepEqual(await count(request(p.id, stranger.privateKeyPem, "GET")), {
+      result: "signature_mismatch",
+      verifications: 3,
+    });
+    assert.deepEqual(await count(request(ctx.partner.id, stranger.privateKeyPem, "GET")), {
+      result: "signature_mismatch",
+      verifications: 3,
+    });
+    assert.deepEqual(await count(request(unknownId, stranger.privateKeyPem, "GET")), {
+      result: "unknown_partner",
+      verifications: 3,
+    });
   });
 
   test("the credentials a process keeps are frozen: what it derives from them cannot go stale", async () => {

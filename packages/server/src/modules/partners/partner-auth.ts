@@ -7,7 +7,6 @@
 // partner with one key from one with three. An acceptance stops at the key that verifies: only
 // that key's holder can make one, so its time tells nobody anything new (docs/decisions.md, "Keys").
 
-import type { KeyObject } from "node:crypto";
 import {
   canonicalPath,
   canonicalString,
@@ -15,7 +14,6 @@ import {
   decodeSignature,
   generateKeyPair,
   parsePublicKey,
-  verifySignature,
 } from "@counterpart/protocol";
 import ipaddr from "ipaddr.js";
 import type { RawBuilder } from "kysely";
@@ -25,6 +23,12 @@ import type { Db } from "../../db/database.ts";
 import { isoFromMs } from "../../db/time.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type SharedState, unavailable } from "../../platform/redis.ts";
+import {
+  chooseVerifier,
+  type SignatureVerifier,
+  type VerifyKey,
+  verifyKeyOf,
+} from "../../platform/signature-verifier.ts";
 import { isUuid } from "../../platform/uuid.ts";
 import {
   credentialsColumn,
@@ -138,7 +142,7 @@ type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
 export class PartnerAuthenticator {
   readonly #db: Db;
   readonly #clock: Clock;
-  readonly #keys = new Map<string, KeyObject>();
+  readonly #keys = new Map<string, VerifyKey>();
   /** The credentials last read per partner id; checked against the row by every request. */
   readonly #credentials = new Map<string, PartnerCredentials>();
   /**
@@ -154,7 +158,8 @@ export class PartnerAuthenticator {
    * that is no address: ipaddr.js's parsing costs more than the rest of the allow-list check.
    */
   readonly #clientAddresses = new Map<string, ipaddr.IPv4 | ipaddr.IPv6 | null>();
-  readonly #standInKey: KeyObject;
+  readonly #standInKey: VerifyKey;
+  readonly #verifier: SignatureVerifier;
   /** With REDIS_URL: where accepted signatures are recorded (docs/decisions.md, "Shared state"). */
   readonly #shared: SharedState | null;
   /**
@@ -164,13 +169,20 @@ export class PartnerAuthenticator {
    */
   #databaseGuardUntilMs = 0;
 
-  constructor(db: Db, clock: Clock, shared: SharedState | null = null) {
+  /** `verifier`: the library that verifies signatures (by default libsodium's, when it loads). */
+  constructor(
+    db: Db,
+    clock: Clock,
+    shared: SharedState | null = null,
+    verifier: SignatureVerifier = defaultVerifier(),
+  ) {
     this.#db = db;
     this.#clock = clock;
     this.#shared = shared;
+    this.#verifier = verifier;
     const standIn = parsePublicKey(generateKeyPair().publicKeyPem);
     if (!standIn.ok) throw new Error("could not make the stand-in key");
-    this.#standInKey = standIn.key;
+    this.#standInKey = verifyKeyOf(standIn.key);
   }
 
   /**
@@ -356,17 +368,18 @@ export class PartnerAuthenticator {
     sigBytes: Buffer,
     clientIp: string,
   ): AuthResult {
-    const keys: KeyObject[] = [];
+    const keys: VerifyKey[] = [];
     for (const pem of partner?.public_keys ?? []) {
       const key = this.#key(pem);
       if (key !== null) keys.push(key);
     }
     // Stops at the key that verifies; a refusal verifies every slot, padded with the stand-in key,
     // so that every refusal costs the same.
+    const message = Buffer.from(canonical, "utf8");
     let verified = false;
     const slots = Math.max(verificationsPerRequest, keys.length);
     for (let i = 0; i < slots && !verified; i++) {
-      verified = verifySignature(keys[i] ?? this.#standInKey, canonical, sigBytes) && i < keys.length;
+      verified = this.#verifier.verify(keys[i] ?? this.#standInKey, message, sigBytes) && i < keys.length;
     }
     if (partner === undefined) return fail("unknown_partner");
     if (!partner.active) return fail("inactive_partner");
@@ -395,12 +408,12 @@ export class PartnerAuthenticator {
     this.#credentials.set(id, partner);
   }
 
-  #key(pem: string): KeyObject | null {
+  #key(pem: string): VerifyKey | null {
     let key = this.#keys.get(pem);
     if (key === undefined) {
       const parsed = parsePublicKey(pem);
       if (!parsed.ok) return null;
-      key = parsed.key;
+      key = verifyKeyOf(parsed.key);
       if (this.#keys.size > 10_000) this.#keys.clear();
       this.#keys.set(pem, key);
     }
@@ -448,6 +461,14 @@ function sameBudgets(a: PartnerCredentials, b: PartnerCredentials): boolean {
     a.rate_limit_writes === b.rate_limit_writes &&
     a.rate_limit_quotes === b.rate_limit_quotes
   );
+}
+
+let chosenByDefault: SignatureVerifier | undefined;
+
+/** SIGNATURE_VERIFIER's default (auto), chosen once per process. */
+function defaultVerifier(): SignatureVerifier {
+  chosenByDefault ??= chooseVerifier("auto").verifier;
+  return chosenByDefault;
 }
 
 const noOverrides: RateLimitOverrides = { reads: null, writes: null, quotes: null };
