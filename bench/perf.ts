@@ -14,7 +14,8 @@
 // the side's process tree (`perf record -g -e cpu-clock -p …`) for PERF_SECONDS seconds, starting
 // a second into the measured run. The requests of the window are the run's mean rate × the window (from
 // bench/results/latest-<scenario>.json). Each sample is put in a bucket:
-//   - "Ed25519 verification": under node:crypto's verifyOneShot;
+//   - "Ed25519 verification": under node:crypto's verifyOneShot, or in libsodium's add-on
+//     (sodium-native, the service's default verifier);
 //   - "GC": V8's collectors (scavenges, marking, sweeping), whichever thread ran them;
 //   - "PostgreSQL in WebAssembly (PGlite)": code of a WebAssembly module (the sandbox's database);
 //   - else the bucket of its nearest JavaScript frame's file (bench/buckets.ts, the same buckets as
@@ -276,6 +277,8 @@ function jsFrame(sym: string): { fn: string; url: string } | null {
 function classify(frames: Frame[]): { bucket: string; fn: string } {
   if (frames.some((f) => /^JS:\S*verifyOneShot /.test(f.sym)))
     return { bucket: "Ed25519 verification", fn: "verifyOneShot" };
+  if (frames.some((f) => /sodium-native/.test(f.dso) || /crypto_sign_verify_detached/.test(f.sym)))
+    return { bucket: "Ed25519 verification", fn: "libsodium (sodium-native)" };
   if (frames.slice(0, 16).some((f) => gcFrame.test(f.sym))) return { bucket: "GC", fn: "(GC)" };
   let nodeOwn: { fn: string; url: string } | null = null;
   for (const f of frames) {

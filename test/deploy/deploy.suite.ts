@@ -139,6 +139,8 @@ function startApi(shape: Shape, index: number): ApiProcess {
       TRUST_PROXY: proxyAddress,
       PRICE_FEED: "simulated",
       LOG_LEVEL: "warn",
+      // docs/operations.md's production value: the bundle must load libsodium's add-on or not start.
+      SIGNATURE_VERIFIER: "libsodium",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
