@@ -209,6 +209,7 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
   );
   metrics?.observeConnections(connections);
   metrics?.observeBodyBudget(services.bodyBudget);
+  metrics?.observeSignatureVerifier(services.authenticator.verifierLibrary);
   app.addHook("onRoute", (route) => multipartTargets.add(route));
   app.decorate("bodyBudget", services.bodyBudget);
   app.decorateRequest("bodyHold", null);

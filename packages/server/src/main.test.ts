@@ -104,6 +104,9 @@ describe("the sandbox process", () => {
     // The body budget (http/body-parsing.ts): nothing refused, nothing held between requests.
     assert.match(text, /^counterpart_request_bodies_refused_total 0$/m);
     assert.match(text, /^counterpart_request_body_bytes_held 0$/m);
+    // The process verifies signatures with libsodium (platform/signature-verifier.ts).
+    assert.match(text, /^counterpart_signature_verifier_processes\{library="libsodium"\} 1$/m);
+    assert.match(text, /^counterpart_signature_verifier_processes\{library="node"\} 0$/m);
     // How deposits, withdrawals, quotes and executes were judged: every series there from the start.
     for (const use of ["deposit", "withdrawal", "quote", "execute"])
       for (const outcome of ["kept", "changed", "read"])
@@ -371,6 +374,12 @@ describe("several API processes", () => {
       );
       assert.match(metrics, /^counterpart_connections_open \d+$/m);
       assert.match(metrics, /^counterpart_request_bodies_refused_total 0$/m, "and so are the body budgets'");
+      assert.match(
+        metrics,
+        /^counterpart_signature_verifier_processes\{library="libsodium"\} 2$/m,
+        "both workers",
+      );
+      assert.match(metrics, /^counterpart_signature_verifier_processes\{library="node"\} 0$/m);
       // Each worker runs with a small young generation (limits.workerSemiSpaceMib).
       const workers = fs
         .readdirSync("/proc")

@@ -3,6 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { VerifierLibrary } from "../platform/signature-verifier.ts";
 import type { BodyBudget } from "./body-parsing.ts";
 import type { ConnectionCap, ConnectionCounts } from "./connection-caps.ts";
 
@@ -10,6 +11,7 @@ export class HttpMetrics {
   readonly registry: Registry;
   readonly #duration: Histogram<"method" | "route" | "status">;
   readonly #refused: Counter<"cap">;
+  readonly #verifier: Gauge<"library">;
   #connections: ConnectionCounts | null = null;
   #bodyBudget: BodyBudget | null = null;
 
@@ -31,6 +33,13 @@ export class HttpMetrics {
     });
     // Both series from the start, at 0: an alert on their rate needs them before the first refusal.
     for (const cap of ["address", "listener"] as const) this.#refused.inc({ cap }, 0);
+    // Summed over the workers by the primary: a process on node:crypto is one to look at.
+    this.#verifier = new Gauge({
+      name: "counterpart_signature_verifier_processes",
+      help: "API processes verifying partners' signatures with each library (SIGNATURE_VERIFIER); library=node where libsodium's add-on was not loaded",
+      labelNames: ["library"],
+      registers: [this.registry],
+    });
     const connections = () => this.#connections;
     new Gauge({
       name: "counterpart_connections_open",
@@ -69,6 +78,12 @@ export class HttpMetrics {
   /** Reports the open connections of the listener whose caps keep `counts`. */
   observeConnections(counts: ConnectionCounts): void {
     this.#connections = counts;
+  }
+
+  /** Reports the library the process verifies signatures with (1 for it, 0 for the other). */
+  observeSignatureVerifier(library: VerifierLibrary): void {
+    for (const each of ["libsodium", "node"] as const)
+      this.#verifier.set({ library: each }, each === library ? 1 : 0);
   }
 
   /** Reports the process's budget of request body bytes. */

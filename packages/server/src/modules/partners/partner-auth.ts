@@ -26,6 +26,7 @@ import { type SharedState, unavailable } from "../../platform/redis.ts";
 import {
   chooseVerifier,
   type SignatureVerifier,
+  type VerifierLibrary,
   type VerifyKey,
   verifyKeyOf,
 } from "../../platform/signature-verifier.ts";
@@ -183,6 +184,11 @@ export class PartnerAuthenticator {
     const standIn = parsePublicKey(generateKeyPair().publicKeyPem);
     if (!standIn.ok) throw new Error("could not make the stand-in key");
     this.#standInKey = verifyKeyOf(standIn.key);
+  }
+
+  /** The library this process verifies signatures with. */
+  get verifierLibrary(): VerifierLibrary {
+    return this.#verifier.library;
   }
 
   /**
