@@ -73,6 +73,26 @@ test("WORKERS above 1 needs PostgreSQL; ADMIN_PORT=off runs no admin listener", 
   assert.deepEqual(c.trustProxy, ["10.0.0.1", "::1"]);
 });
 
+test("TRUST_PROXY takes addresses and ranges in plain decimal or IPv6 only", () => {
+  for (const odd of [
+    "127.1",
+    "0177.0.0.1",
+    "10.0.0.010",
+    "0x0a000001",
+    "10.0.0.0/08",
+    "fe80::1%eth0",
+    "::1/129",
+  ]) {
+    assert.throws(
+      () => loadConfig({ TRUST_PROXY: `10.0.0.1, ${odd}` }),
+      (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.includes(`"${odd}"`)),
+      odd,
+    );
+  }
+  const c = loadConfig({ TRUST_PROXY: "0.0.0.0/0, 192.168.1.10, ::ffff:10.0.0.1, 2001:DB8::/32, ::/0" });
+  assert.deepEqual(c.trustProxy, ["0.0.0.0/0", "192.168.1.10", "::ffff:10.0.0.1", "2001:DB8::/32", "::/0"]);
+});
+
 test("FILE_STORE=s3 takes its bucket, region, endpoint and addressing style", () => {
   const c = loadConfig({
     FILE_STORE: "s3",

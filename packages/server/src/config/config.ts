@@ -302,12 +302,31 @@ function endpointProblem(value: string): string | null {
   return null;
 }
 
+/** One IPv4 field in decimal: 0 to 255, no leading zero. */
+const ipv4Field = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const ipv4Text = new RegExp(`^${ipv4Field}(?:\\.${ipv4Field}){3}$`);
+
+/**
+ * An address written the one way everybody reads alike: IPv4 as four decimal fields without
+ * leading zeros; IPv6 as hex groups, its IPv4 tail (if any) as above, with no zone. ipaddr.js
+ * (as inet_aton) also takes `127.1`, `0x7f000001`, `2130706433` and octal fields (`127.0.0.010`
+ * is 127.0.0.8): an allow-list entry in such a form would be shown as typed and match another
+ * host than the one a reader sees, so it is refused (docs/decisions.md, "Hardening").
+ */
+function isPlainIp(text: string): boolean {
+  if (ipv4Text.test(text)) return true;
+  if (!/^[0-9A-Fa-f:.]+$/.test(text) || !text.includes(":")) return false;
+  const tail = text.slice(text.lastIndexOf(":") + 1);
+  if (tail.includes(".") && !ipv4Text.test(tail)) return false;
+  return ipaddr.IPv6.isValid(text);
+}
+
+/** An address or a CIDR range in the plain form (isPlainIp), its prefix length in decimal. */
 export function isCidrOrIp(value: string): boolean {
-  if (ipaddr.isValid(value)) return true;
-  try {
-    ipaddr.parseCIDR(value);
-    return true;
-  } catch {
-    return false;
-  }
+  const slash = value.indexOf("/");
+  if (slash === -1) return isPlainIp(value);
+  const address = value.slice(0, slash);
+  const bits = value.slice(slash + 1);
+  if (!isPlainIp(address) || !/^(?:0|[1-9][0-9]{0,2})$/.test(bits)) return false;
+  return Number(bits) <= (address.includes(":") ? 128 : 32);
 }

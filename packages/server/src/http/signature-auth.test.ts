@@ -7,6 +7,7 @@ import net, { type AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { canonicalPath, canonicalString, generateKeyPair, signRequest } from "@counterpart/protocol";
 import type { LightMyRequestResponse } from "fastify";
+import { sql } from "kysely";
 import { limits } from "../config/limits.ts";
 import { clientPayload } from "../testing/fixtures.ts";
 import { startTestContext, type TestContext, testNote } from "../testing/harness.ts";
@@ -220,6 +221,41 @@ describe("signature authentication", () => {
     assertUnauthorized(
       await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "10.1.0.1" }),
       "empty list",
+    );
+  });
+
+  test("an allow-list entry spelled other than in plain decimal is refused, and one stored before admits nobody", async () => {
+    const p = await ctx.addPartner({ allowIps: ["10.1.0.0/16"] });
+    // What inet_aton (and ipaddr.js) would read as another host than a reader sees: 127.0.0.010
+    // is 127.0.0.8, 0177.0.0.1 is 127.0.0.1, 127.1 is 127.0.0.1, 0x7f000001 and 2130706433 too.
+    for (const odd of [
+      "127.0.0.010",
+      "0177.0.0.1",
+      "127.1",
+      "127.0.8",
+      "0x7f000001",
+      "2130706433",
+      "010.0.0.1/8",
+      "10.0.0.0/08",
+      "::ffff:127.0.0.010",
+      "fe80::1%eth0",
+    ]) {
+      const refused = await ctx.services.partners.setIps(p.id, ["10.1.0.0/16", odd], testNote);
+      assert.deepEqual(refused, { ok: false, error: "invalid_cidr", value: odd }, odd);
+    }
+    const plain = ["127.0.0.10", "0.0.0.0/0", "::ffff:127.0.0.1", "2001:DB8::/32", "10.0.0.0/8"];
+    assert.equal((await ctx.services.partners.setIps(p.id, plain, testNote)).ok, true);
+    // A list written before such entries were refused: its odd entries match no host at all.
+    await sql`UPDATE partners SET allowed_ips = ${["127.0.0.010", "0177.0.0.1", "127.1"]}::text[]
+               WHERE id = ${p.id}`.execute(ctx.services.database.db);
+    for (const host of ["127.0.0.8", "127.0.0.10", "127.0.0.1"]) {
+      assertUnauthorized(await ctx.signed({ method: "GET", url, partner: p, remoteAddress: host }), host);
+    }
+    await sql`UPDATE partners SET allowed_ips = ${["127.0.0.8", "127.0.0.010"]}::text[]
+               WHERE id = ${p.id}`.execute(ctx.services.database.db);
+    assert.equal(
+      (await ctx.signed({ method: "GET", url, partner: p, remoteAddress: "127.0.0.8" })).statusCode,
+      200,
     );
   });
 

@@ -72,6 +72,19 @@ describe("admin API", () => {
     });
     assert.equal(badIp.statusCode, 422);
     assert.equal(badIp.json().msg_detail[0].type, "cidr_parsing");
+    // Entries another reader would take for another host (127.0.0.010 is 127.0.0.8 to inet_aton).
+    for (const odd of ["127.0.0.010", "0177.0.0.1", "127.1", "0x7f000001", "2130706433", "1.2.3.4/08"]) {
+      const res = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/ips`, { allowed_ips: [odd] });
+      assert.equal(res.statusCode, 422, odd);
+      assert.equal(res.json().msg_detail[0].type, "cidr_parsing", odd);
+      const create = await ctx.adminRequest("POST", "/admin/partners", {
+        name: "Odd",
+        public_key_pem: keys.publicKeyPem,
+        allowed_ips: [odd],
+      });
+      assert.equal(create.statusCode, 422, odd);
+      assert.equal(create.json().msg_detail[0].type, "cidr_parsing", odd);
+    }
     const disabled = await ctx.adminRequest("PUT", `/admin/partners/${p.id}/active`, {
       active: false,
       reason: "test set-up",

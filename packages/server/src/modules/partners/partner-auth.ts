@@ -17,6 +17,7 @@ import {
 } from "@counterpart/protocol";
 import ipaddr from "ipaddr.js";
 import type { RawBuilder } from "kysely";
+import { isCidrOrIp } from "../../config/config.ts";
 import { limits } from "../../config/limits.ts";
 import type { CredentialWitness } from "../../db/credential-witness.ts";
 import type { Db } from "../../db/database.ts";
@@ -432,7 +433,10 @@ export class PartnerAuthenticator {
     if (ip === null) return false;
     let ranges = this.#allowLists.get(allowed);
     if (ranges === undefined) {
-      ranges = allowed.map(parseRange);
+      // An entry not in the plain form (an IPv4 address with a leading zero, or short, hex or one
+      // number) matches nothing: it may have been stored before such entries were refused, and
+      // it names another host than it shows (isCidrOrIp).
+      ranges = allowed.filter(isCidrOrIp).map(parseRange);
       this.#allowLists.set(allowed, ranges);
     }
     return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
