@@ -7,8 +7,8 @@
 // request's two log lines, against about 12 µs for the lines themselves
 // (docs/decisions.md, "Logging"). The walk enters plain objects, arrays and errors (through
 // pino's error serializer, as the log would show them) and leaves other instances to their
-// serializers: a request or a reply is logged by Fastify's serializers as a few fixed fields
-// (method, url, address; status code), never its headers.
+// serializers: a request or a reply is logged by its serializer as a few fixed fields (method,
+// path and the query's names, address; status code), never its headers or its query's values.
 
 import pino, { type Logger } from "pino";
 import type { LogLevel } from "../config/config.ts";
@@ -79,6 +79,38 @@ function redactRecord(record: Record<string, unknown>, depth: number): Record<st
   return out ?? record;
 }
 
+/** A query parameter's name logged as it is: a plain word, not a value sent in its place. */
+const plainName = /^[A-Za-z_][A-Za-z0-9_.[\]-]{0,63}$/;
+
+/**
+ * A request target as logged: its path, and its query with every value censored. A query carries
+ * what the request is about, and sometimes personal data or a credential: a console search (an
+ * e-mail, a phone, an ID number), an operator's sign-in link token, a document link's signature
+ * (the link is the credential while it lasts), a partner's client id.
+ */
+export function loggedTarget(url: string): string {
+  const q = url.indexOf("?");
+  if (q === -1) return url;
+  const query = url
+    .slice(q + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      const name = eq === -1 ? pair : pair.slice(0, eq);
+      if (!plainName.test(name)) return censor;
+      return eq === -1 ? name : `${name}=${censor}`;
+    });
+  return `${url.slice(0, q)}?${query.join("&")}`;
+}
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
 /** The second whose ISO text (to the second) isoTimeOf() last made, and that text. */
 let isoSecond = Number.NaN;
 let isoPrefix = "";
@@ -109,7 +141,18 @@ export function createLogger(level: LogLevel, destination?: pino.DestinationStre
       // An error under `err` reaches the serializers already serialized (and redacted) by the
       // walk; pino's own error serializer would take that record for an error again and log it
       // as an "Object". This one (which Fastify's loggers keep over theirs) leaves it as it is.
-      serializers: { err: (value: unknown) => (value instanceof Error ? redact(value) : value) },
+      serializers: {
+        err: (value: unknown) => (value instanceof Error ? redact(value) : value),
+        // Fastify's own, but with the query's values censored (loggedTarget); this one wins over
+        // Fastify's in its request loggers.
+        req: (req: LoggedRequest) => ({
+          method: req.method,
+          url: typeof req.url === "string" ? loggedTarget(req.url) : req.url,
+          host: req.host,
+          remoteAddress: req.ip,
+          remotePort: req.socket?.remotePort,
+        }),
+      },
       base: { pid: process.pid },
       timestamp: isoTimestamp,
     },
