@@ -198,6 +198,62 @@ describe("error responses", () => {
     assert.equal(nan.json().msg_detail[0].type, "int_parsing");
   });
 
+  test("422 for a union of literals names every literal, in the body and in the query", async () => {
+    const side = await ctx.signed({
+      method: "POST",
+      url: "/v1/partner/test-echo",
+      body: { amount: "1", side: "hold" },
+    });
+    assert.deepEqual(side.json().msg_detail, [
+      { loc: ["body", "side"], msg: "Input should be 'buy' or 'sell'", type: "literal_error" },
+    ]);
+    const orders = await ctx.signed({ method: "GET", url: "/v1/partner/orders?status=nope&source=nope" });
+    assert.equal(orders.statusCode, 422);
+    assert.deepEqual(orders.json().msg_detail, [
+      {
+        loc: ["query", "source", 0],
+        msg:
+          "Input should be 'bank', 'card', 'blockchain', 'referral', 'bonus', 'market', 'limit', 'fee', " +
+          "'entity_change' or 'platform_specific'",
+        type: "literal_error",
+      },
+      {
+        loc: ["query", "status", 0],
+        msg:
+          "Input should be 'new', 'open', 'pending', 'processing', 'completed', 'expired', " +
+          "'queued_cancel', 'canceled', 'rejected' or 'failed'",
+        type: "literal_error",
+      },
+    ]);
+  });
+
+  test("422 for a nullable field is one entry, and its type error names null", async () => {
+    const execute = (body: Record<string, unknown>) =>
+      ctx.signed({
+        method: "POST",
+        url: "/v1/partner/quotes/execute",
+        body: { partner_client_id: "client-1", token: `qt_${"A".repeat(43)}`, ...body },
+      });
+    const wrongType = await execute({ partner_order_ref: 5 });
+    assert.equal(wrongType.statusCode, 422);
+    assert.deepEqual(wrongType.json().msg_detail, [
+      {
+        loc: ["body", "partner_order_ref"],
+        msg: "Input should be a valid string or null",
+        type: "string_type",
+      },
+    ]);
+    const empty = await execute({ partner_order_ref: "" });
+    assert.equal(empty.statusCode, 422);
+    assert.deepEqual(empty.json().msg_detail, [
+      {
+        loc: ["body", "partner_order_ref"],
+        msg: "String should have at least 1 character",
+        type: "string_too_short",
+      },
+    ]);
+  });
+
   test("invalid JSON is a 422 json_invalid, but only after authentication", async () => {
     const bad = await ctx.signed({ method: "POST", url: "/v1/partner/test-echo", body: '{"amount": "1",' });
     assert.equal(bad.statusCode, 422);

@@ -182,34 +182,40 @@ function pointerToLoc(pointer: string): (string | number)[] {
     .map((p) => (/^(0|[1-9][0-9]*)$/.test(p) ? Number(p) : p));
 }
 
-function typeError(expected: string, inText: boolean): { type: string; msg: string } {
+/**
+ * The 422 of a value of the wrong type. `nullable`: the field also takes null, and the message names
+ * it beside the type, as the reference does ("integer or null"). Only a JSON body can carry a null;
+ * a query or path value is text, so there the message stays the type's own.
+ */
+function typeError(expected: string, inText: boolean, nullable = false): { type: string; msg: string } {
+  const orNull = nullable && !inText ? " or null" : "";
   switch (expected) {
     case "string":
-      return { type: "string_type", msg: "Input should be a valid string" };
+      return { type: "string_type", msg: `Input should be a valid string${orNull}` };
     case "integer":
       return inText
         ? {
             type: "int_parsing",
             msg: "Input should be a valid integer, unable to parse string as an integer",
           }
-        : { type: "int_type", msg: "Input should be a valid integer" };
+        : { type: "int_type", msg: `Input should be a valid integer${orNull}` };
     case "number":
-      return { type: "float_type", msg: "Input should be a valid number" };
+      return { type: "float_type", msg: `Input should be a valid number${orNull}` };
     case "boolean":
       return inText
         ? { type: "bool_parsing", msg: "Input should be a valid boolean, unable to interpret input" }
-        : { type: "bool_type", msg: "Input should be a valid boolean" };
+        : { type: "bool_type", msg: `Input should be a valid boolean${orNull}` };
     case "array":
-      return { type: "list_type", msg: "Input should be a valid list" };
+      return { type: "list_type", msg: `Input should be a valid list${orNull}` };
     case "object":
       return {
         type: "model_attributes_type",
-        msg: "Input should be a valid dictionary or object to extract fields from",
+        msg: `Input should be a valid dictionary or object to extract fields from${orNull ? ", or null" : ""}`,
       };
     case "null":
       return { type: "none_required", msg: "Input should be None" };
     default:
-      return { type: "value_error", msg: `Input should be of type ${expected}` };
+      return { type: "value_error", msg: `Input should be of type ${expected}${orNull}` };
   }
 }
 
@@ -228,14 +234,11 @@ function fieldError(e: ErrorObject, part: string): FieldError {
         type: "extra_forbidden",
       };
     case "type": {
-      const expected = String(params.type).split(",")[0] ?? "";
-      return {
-        loc,
-        ...typeError(
-          expected === "null" ? (String(params.type).split(",")[1] ?? "") : expected,
-          part !== "body",
-        ),
-      };
+      // A type list (["integer", "null"]) or a union collapsed by collapseUnions names null among
+      // the accepted types: the message says so, and names the other type.
+      const types = String(params.type).split(",");
+      const expected = types.find((t) => t !== "null") ?? "null";
+      return { loc, ...typeError(expected, part !== "body", types.includes("null")) };
     }
     case "maxLength":
       return {
@@ -264,7 +267,12 @@ function fieldError(e: ErrorObject, part: string): FieldError {
     case "enum":
       return { loc, msg: `Input should be ${quoted(params.allowedValues as unknown[])}`, type: "enum" };
     case "const":
-      return { loc, msg: `Input should be ${quoted([params.allowedValue])}`, type: "literal_error" };
+      // allowedValues: every literal of a union, gathered by collapseUnions.
+      return {
+        loc,
+        msg: `Input should be ${quoted((params.allowedValues as unknown[] | undefined) ?? [params.allowedValue])}`,
+        type: "literal_error",
+      };
     case "minimum":
       return {
         loc,
@@ -311,10 +319,72 @@ function formatError(loc: (string | number)[], format: string): FieldError {
 /** Ajv reports an `if/then` or `anyOf` failure next to its cause; only causes reach the caller. */
 const wrapperKeywords = new Set(["if", "anyOf", "oneOf", "not"]);
 
+/** What a branch of a union accepts, as far as the 422 needs to know. */
+interface BranchSchema {
+  type?: string | string[];
+  const?: unknown;
+  enum?: unknown[];
+}
+
+/**
+ * Ajv checks every branch of an anyOf and reports each branch's failure on its own: a union of
+ * literals (TypeBox's Union of Literal) fails once per literal, and a nullable field (a union with
+ * Null) adds "must be null" beside the real cause. Pydantic reports such a field once, so each
+ * failed anyOf is replaced here by what it means: one literal_error naming every literal, or the
+ * errors of the one branch that is not null, its type error naming null as accepted too. A union of
+ * several other shapes keeps its branches' errors, as Pydantic reports one per member.
+ * Ajv reports the anyOf after its branches, so an inner union is collapsed before an outer one.
+ */
+function collapseUnions(errors: readonly ErrorObject[]): ErrorObject[] {
+  const out: ErrorObject[] = [];
+  for (const e of errors) {
+    if (e.keyword !== "anyOf" || !Array.isArray(e.schema)) {
+      out.push(e);
+      continue;
+    }
+    const prefix = `${e.schemaPath}/`;
+    const members = out.filter((m) => m.schemaPath.startsWith(prefix));
+    const kept = out.filter((m) => !m.schemaPath.startsWith(prefix));
+    const branches = e.schema as BranchSchema[];
+    const isNull = (b: BranchSchema) => b.type === "null";
+    const others = branches.map((b, i) => ({ b, i })).filter(({ b }) => !isNull(b));
+    const nullable = others.length < branches.length;
+    const branchOf = (m: ErrorObject) => Number(m.schemaPath.slice(prefix.length).split("/")[0]);
+    let replacement: ErrorObject[];
+    if (others.length > 0 && others.every(({ b }) => "const" in b || Array.isArray(b.enum))) {
+      const allowedValues = others.flatMap(({ b }) => ("const" in b ? [b.const] : (b.enum ?? [])));
+      replacement = [
+        {
+          keyword: "const",
+          instancePath: e.instancePath,
+          schemaPath: e.schemaPath,
+          params: { allowedValue: allowedValues[0], allowedValues },
+          parentSchema: e.parentSchema,
+        },
+      ];
+    } else if (others.length === 1) {
+      const only = others[0]?.i;
+      replacement = members
+        .filter((m) => branchOf(m) === only)
+        .map((m) =>
+          nullable && m.keyword === "type" && m.instancePath === e.instancePath
+            ? { ...m, params: { type: [...String(m.params.type).split(","), "null"].join(",") } }
+            : m,
+        );
+    } else {
+      replacement = members.filter((m) => !isNull(branches[branchOf(m)] ?? {}));
+    }
+    out.length = 0;
+    // Should the kept branch have reported nothing, Ajv's own errors stay: a 422 always names a cause.
+    out.push(...kept, ...(replacement.length > 0 ? replacement : members), e);
+  }
+  return out;
+}
+
 export function toFieldErrors(errors: readonly ErrorObject[], part: string): FieldError[] {
   const out: FieldError[] = [];
   const seen = new Set<string>();
-  for (const e of errors) {
+  for (const e of collapseUnions(errors)) {
     if (wrapperKeywords.has(e.keyword)) continue;
     const fe = fieldError(e, part);
     const key = JSON.stringify([fe.loc, fe.type]);

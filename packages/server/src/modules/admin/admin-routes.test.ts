@@ -202,6 +202,41 @@ describe("admin API", () => {
     });
   });
 
+  test("a union of literals names every literal; a nullable field is one entry that names null", async () => {
+    const detail = async (method: "POST" | "PUT", url: string, body: unknown) => {
+      const res = await ctx.adminRequest(method, url, body);
+      assert.equal(res.statusCode, 422, `${url}: ${res.body}`);
+      return res.json().msg_detail;
+    };
+    assert.deepEqual(await detail("POST", "/admin/operators", { email: "x@example.com", role: "root" }), [
+      {
+        loc: ["body", "role"],
+        msg: "Input should be 'viewer', 'compliance' or 'admin'",
+        type: "literal_error",
+      },
+    ]);
+    assert.deepEqual(await detail("PUT", "/admin/assets/NEWC", { type: "gold", name_en: "Gold" }), [
+      { loc: ["body", "type"], msg: "Input should be 'fiat' or 'crypto'", type: "literal_error" },
+    ]);
+    const limits = `/admin/partners/${ctx.partner.id}/limits`;
+    assert.deepEqual(await detail("PUT", limits, { reads: 0 }), [
+      {
+        loc: ["body", "reads"],
+        msg: "Input should be greater than or equal to 1",
+        type: "greater_than_equal",
+      },
+    ]);
+    assert.deepEqual(await detail("PUT", limits, { reads: "5" }), [
+      { loc: ["body", "reads"], msg: "Input should be a valid integer or null", type: "int_type" },
+    ]);
+    assert.deepEqual(
+      await detail("PUT", `/admin/partners/${ctx.partner.id}/pairs/BTC-AED`, { fee_rate: 5 }),
+      [{ loc: ["body", "fee_rate"], msg: "Input should be a valid string or null", type: "string_type" }],
+    );
+    // Null itself is what the nullable fields are for: the budget goes back to its default.
+    assert.equal((await ctx.adminRequest("PUT", limits, { reads: null })).statusCode, 200);
+  });
+
   test("the ledger check reports clean, then the account that was tampered with", async () => {
     // A client account of the test's own to tamper with, whatever ran before.
     await insertClient(ctx.services.database.db, ctx.partner.id, 2);
