@@ -22,10 +22,16 @@ export const systemNote: AuditNote = { actor: { kind: "system", role: "admin" },
 
 export const reasonLengthMax = 1000;
 
-/** The reason as kept: trimmed, and null when empty. */
+/**
+ * A character a reader sees: not white space, not a control or format character (a zero-width
+ * space, a joiner, a byte-order mark), nor any other that renders as nothing.
+ */
+const visible = /[^\s\p{Cc}\p{Cf}\p{Z}\p{Default_Ignorable_Code_Point}]/u;
+
+/** The reason as kept: trimmed, and null when no character of it can be seen. */
 export function reasonOf(note: AuditNote): string | null {
   const r = note.reason?.trim() ?? "";
-  return r === "" ? null : r.slice(0, reasonLengthMax);
+  return visible.test(r) ? r.slice(0, reasonLengthMax) : null;
 }
 
 /**

@@ -130,6 +130,10 @@ describe("the audit trail", () => {
       [admin, "PUT", `/admin/partners/${other.id}/active`, { active: false }],
       [admin, "PUT", "/admin/pairs/BTC-AED/price", { buy: "100", sell: "90" }],
       [admin, "PUT", `/admin/operators/${compliance.id}/active`, { active: false, reason: "" }],
+      // Nothing a reader of the trail would see: zero-width characters, a byte-order mark, controls.
+      [token, "PUT", `${base}/active`, { active: false, reason: "\u200b" }],
+      [admin, "PUT", `/admin/partners/${other.id}/active`, { active: false, reason: " \u200d\ufeff\u2060 " }],
+      [compliance, "PUT", `${base}/status`, { status: "rejected", reason: "\u00ad\u3000\u0007" }],
     ] as const) {
       const res = await who.call(method, url, body);
       assert.equal(res.statusCode, 422, `${url}: ${res.body}`);
