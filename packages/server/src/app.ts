@@ -368,6 +368,9 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   requireRouteRoles(app);
   app.addHook("onRequest", adminAccessHook(services.operators, options.adminToken));
   addInputChecks(app);
+  // A known path asked with another method is a 405, as on the partner listener; who may learn it
+  // is decided by adminAccessHook (after authentication, unless the path is a public one).
+  const add405 = collectRoutesFor405(app);
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/metrics", async (_request, reply) => {
     const m = await options.metricsText();
@@ -383,6 +386,7 @@ export function buildAdminApp(services: Services, options: AdminAppOptions): Fas
   recordsRoutes(app, services);
   consoleRoutes(app, services);
   consoleAdminRoutes(app, services);
+  add405();
   app.setNotFoundHandler(async (_request, reply) => sendError(reply, "not_found"));
   return app;
 }

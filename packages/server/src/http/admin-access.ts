@@ -40,6 +40,14 @@ export const publicAdminRoutes: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The paths of the public routes: anyone may learn they exist (a GET of /healthz says so), so a
+ * method they do not serve is a 405 for anyone, as on the partner listener's public paths.
+ */
+const publicAdminPaths: ReadonlySet<string> = new Set(
+  [...publicAdminRoutes].map((key) => key.slice(key.indexOf(" ") + 1)),
+);
+
+/**
  * Every authenticated admin route and the least role it needs. viewer reads everything (except
  * the operator accounts); compliance changes clients' statuses and active flags; admin does the
  * rest: partners, keys, IP allow-lists, the catalog, prices, fees, operator accounts.
@@ -178,6 +186,8 @@ function routeKey(request: FastifyRequest): string | null {
 export function requireRouteRoles(app: FastifyInstance): void {
   app.addHook("onRoute", (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    // The 405 answers (app.ts) serve no method: they need no role.
+    if (route.config?.methodNotAllowed === true) return;
     for (const method of methods) {
       if (method === "HEAD") continue;
       const key = `${method} ${route.url}`;
@@ -194,6 +204,12 @@ export function adminAccessHook(operators: OperatorsService, adminToken: string)
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = routeKey(request);
     if (key !== null && publicAdminRoutes.has(key)) return undefined;
+    // A method a known path does not serve (app.ts answers 405). On a public path anyone may learn
+    // it; on any other path authentication comes first, as in the partner listener's signed space
+    // (docs/errors.md, "Order of checks"): without credentials it is the 401 any unknown path
+    // gets, so the 405 tells no more than today's answer about which paths exist.
+    const methodNotAllowed = request.routeOptions.config?.methodNotAllowed === true;
+    if (methodNotAllowed && publicAdminPaths.has(request.routeOptions.url ?? "")) return undefined;
 
     let actor: Actor | null = null;
     const authorization = request.headers.authorization;
@@ -220,8 +236,9 @@ export function adminAccessHook(operators: OperatorsService, adminToken: string)
       return reply.redirect("/console/sign-in", 303);
     }
     if (actor === null) return sendError(reply, "unauthorized");
-    // An unknown path is a 404 for whoever is signed in (routing answers it after this hook).
-    if (key === null) {
+    // An unknown path is a 404, and a method its path does not serve a 405, for whoever is signed
+    // in, whatever the role (routing answers them after this hook; neither does anything).
+    if (key === null || methodNotAllowed) {
       request.actor = actor;
       return undefined;
     }

@@ -462,4 +462,59 @@ describe("operator accounts, sessions and roles", () => {
     assert.equal((await ctx.admin.inject({ method: "GET", url: "/admin/nothing-here" })).statusCode, 401);
     assert.equal((await ctx.adminRequest("GET", "/admin/nothing-here")).statusCode, 404);
   });
+
+  test("a known admin path asked with a method it does not serve is a 405 after authentication; nothing changes", async () => {
+    const viewer = await session("viewer");
+    const before = await snapshot();
+    const wrong = [
+      ["DELETE", "/admin/partners"],
+      ["PATCH", "/admin/partners"],
+      ["PUT", "/admin/partners"],
+      ["POST", "/admin/audit"],
+      ["DELETE", `/admin/partners/${ctx.partner.id}`],
+      ["POST", "/console/orders"],
+      ["OPTIONS", "/admin/operators"],
+    ] as const;
+    const methodNotAllowed = { code: 405, msg: "Method Not Allowed", msg_detail: null };
+    for (const [method, url] of wrong) {
+      const asToken = await ctx.adminRequest(method, url);
+      assert.equal(asToken.statusCode, 405, `${method} ${url}: ${asToken.body}`);
+      assert.deepEqual(asToken.json(), methodNotAllowed);
+      // Any role learns it: the answer does nothing, so no role is needed for it.
+      const asViewer = await ctx.admin.inject({
+        method,
+        url,
+        headers: { cookie: viewer.cookie, "x-csrf-token": viewer.csrf },
+      });
+      assert.equal(asViewer.statusCode, 405, `${method} ${url} as a viewer: ${asViewer.body}`);
+      assert.deepEqual(asViewer.json(), methodNotAllowed);
+      // Without credentials it is the 401 of any path, known or not: nothing about the path leaks.
+      const anonymous = await ctx.admin.inject({ method, url });
+      assert.equal(anonymous.statusCode, 401, `${method} ${url} without credentials: ${anonymous.body}`);
+      assert.deepEqual(anonymous.json(), { code: 401, msg: "Unauthorized", msg_detail: null });
+    }
+    // A session's state-changing request without its CSRF token is refused first, as everywhere.
+    const noCsrf = await ctx.admin.inject({
+      method: "POST",
+      url: "/admin/audit",
+      headers: { cookie: viewer.cookie },
+    });
+    assert.equal(noCsrf.statusCode, 403, noCsrf.body);
+    // A public path (its GET answers anyone) is a 405 for anyone, as on the partner listener.
+    for (const [method, url] of [
+      ["POST", "/healthz"],
+      ["DELETE", "/metrics"],
+      ["POST", "/console/sign-in"],
+      ["PUT", "/admin/session/link"],
+    ] as const) {
+      for (const res of [await ctx.admin.inject({ method, url }), await ctx.adminRequest(method, url)]) {
+        assert.equal(res.statusCode, 405, `${method} ${url}: ${res.body}`);
+        assert.deepEqual(res.json(), methodNotAllowed);
+      }
+    }
+    // A path that does not exist is still a 404 signed in, 401 without credentials.
+    assert.equal((await ctx.adminRequest("DELETE", "/admin/nothing-here")).statusCode, 404);
+    assert.equal((await ctx.admin.inject({ method: "DELETE", url: "/admin/nothing-here" })).statusCode, 401);
+    assert.equal(await snapshot(), before);
+  });
 });
