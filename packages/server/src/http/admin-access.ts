@@ -90,6 +90,7 @@ export const adminRouteRoles: Readonly<Record<string, OperatorRole>> = {
   "GET /admin/audit": "viewer",
   // The console's pages (its changes go through the routes above, with their roles).
   "GET /console": "viewer",
+  "GET /console/": "viewer",
   "GET /console/clients": "viewer",
   "GET /console/clients/:partner_id/:partner_client_id": "viewer",
   "GET /console/audit": "viewer",

@@ -87,6 +87,24 @@ describe("the console's record pages", () => {
     }
   });
 
+  test("the console's address answers with or without its trailing slash", async () => {
+    for (const url of ["/console", "/console/"]) {
+      // Signed out (no cookie, or one that opens nothing): the sign-in page.
+      for (const headers of [{}, { cookie: "counterpart_session=nope" }]) {
+        const res = await ctx.admin.inject({ method: "GET", url, headers });
+        assert.equal(res.statusCode, 303, `${url}: ${res.body}`);
+        assert.equal(res.headers.location, "/console/sign-in");
+      }
+      // Signed in: the first page, which is HTML.
+      const res = await page(url);
+      assert.equal(res.statusCode, 303, `${url}: ${res.body}`);
+      assert.equal(res.headers.location, "/console/clients");
+      const landed = await page(String(res.headers.location));
+      assert.equal(landed.statusCode, 200);
+      assert.match(String(landed.headers["content-type"]), /^text\/html/);
+    }
+  });
+
   test("orders: newest first, 50 a page, the next page by keyset, and nothing twice", async () => {
     const first = await page("/console/orders");
     assert.equal(first.statusCode, 200);

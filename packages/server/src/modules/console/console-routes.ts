@@ -72,7 +72,11 @@ export function consoleRoutes(app: FastifyInstance, { clients, audit, records }:
       .send(asset.body);
   });
 
-  app.get("/console", async (_request, reply) => reply.redirect("/console/clients", 303));
+  // The console's address, with or without the trailing slash (docs/operations.md gives
+  // `/console/`): without a session the access hook sends either to the sign-in page.
+  for (const url of ["/console", "/console/"]) {
+    app.get(url, async (_request, reply) => reply.redirect("/console/clients", 303));
+  }
 
   app.get<{ Querystring: { q?: string; partner?: string; status?: string; page?: number } }>(
     "/console/clients",

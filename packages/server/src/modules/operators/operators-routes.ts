@@ -163,16 +163,18 @@ export function operatorsRoutes(app: FastifyInstance, deps: OperatorRoutesDeps):
     },
   );
 
-  // A one-time sign-in link (the sandbox), followed in a browser.
+  // A one-time sign-in link (the sandbox), followed in a browser: it sets the session's cookie and
+  // lands on the console, as a sign-in by the page does (the CSRF token is in every page). A link
+  // that is spent, expired or unknown is the 401 of any refused sign-in.
   app.get<{ Querystring: { token: string } }>(
     "/admin/session/link",
-    {
-      schema: {
-        querystring: Type.Object({ token: Type.String({ maxLength: 128 }) }),
-        response: { 200: OneSession },
-      },
+    { schema: { querystring: Type.Object({ token: Type.String({ maxLength: 128 }) }) } },
+    async (request, reply) => {
+      const result = await operators.signInWithLink(request.query.token);
+      if (!result.ok) return started(reply, result);
+      setSessionCookie(reply, result.session, deps.secureCookies);
+      return reply.redirect("/console", 303);
     },
-    async (request, reply) => started(reply, await operators.signInWithLink(request.query.token)),
   );
 
   app.get("/admin/session", { schema: { response: { 200: OneSession } } }, async (request, reply) => {
@@ -194,9 +196,13 @@ export function operatorsRoutes(app: FastifyInstance, deps: OperatorRoutesDeps):
   });
 }
 
-function sendSession(reply: FastifyReply, session: NewSession, secure: boolean) {
+function setSessionCookie(reply: FastifyReply, session: NewSession, secure: boolean) {
   reply.header("Set-Cookie", sessionCookieHeader(session.token, secure));
   reply.header("Cache-Control", "no-store");
+}
+
+function sendSession(reply: FastifyReply, session: NewSession, secure: boolean) {
+  setSessionCookie(reply, session, secure);
   return reply.send({
     result: { operator: session.operator, csrf_token: session.csrfToken, idle_timeout_s: idleTimeoutS },
   });

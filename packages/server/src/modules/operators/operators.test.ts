@@ -304,7 +304,7 @@ describe("operator accounts, sessions and roles", () => {
     assert.equal((await as(idleSession, "GET", "/admin/session")).statusCode, 401);
     assert.equal((await as(oldSession, "GET", "/admin/session")).statusCode, 401);
     const viaLink = await ctx.admin.inject({ method: "GET", url: `/admin/session/link?token=${newLink}` });
-    assert.equal(viaLink.statusCode, 200, viaLink.body);
+    assert.equal(viaLink.statusCode, 303, viaLink.body);
   });
 
   test("sign-out ends the session on the server and clears the cookie", async () => {
@@ -367,11 +367,28 @@ describe("operator accounts, sessions and roles", () => {
     const { url, token } = issued.json().result;
     assert.match(url, /^http:\/\/localhost(:80)?\/admin\/session\/link\?token=[A-Za-z0-9_-]{43}$/);
     const path = `/admin/session/link?token=${token}`;
+    // Followed in a browser, the link sets the session's cookie and lands on the console.
     const first = await ctx.admin.inject({ method: "GET", url: path });
-    const s = sessionOf(first);
-    assert.equal(first.json().result.operator.role, "compliance");
+    assert.equal(first.statusCode, 303, first.body);
+    assert.equal(first.headers.location, "/console");
+    assert.equal(first.headers["cache-control"], "no-store");
+    const cookie = String(first.headers["set-cookie"]).split(";")[0]!;
+    assert.match(cookie, /^counterpart_session=[A-Za-z0-9_-]+$/);
+    const landing = await ctx.admin.inject({ method: "GET", url: "/console", headers: { cookie } });
+    assert.equal(landing.statusCode, 303);
+    assert.equal(landing.headers.location, "/console/clients");
+    const clients = await ctx.admin.inject({ method: "GET", url: "/console/clients", headers: { cookie } });
+    assert.equal(clients.statusCode, 200);
+    assert.match(String(clients.headers["content-type"]), /^text\/html/);
+    const shown = await ctx.admin.inject({ method: "GET", url: "/admin/session", headers: { cookie } });
+    assert.equal(shown.statusCode, 200, shown.body);
+    assert.equal(shown.json().result.operator.role, "compliance");
+    const s = { cookie, csrf: shown.json().result.csrf_token as string, setCookie: "" };
     assert.equal((await as(s, "GET", "/admin/partners")).statusCode, 200);
-    assert.equal((await ctx.admin.inject({ method: "GET", url: path })).statusCode, 401);
+    const again = await ctx.admin.inject({ method: "GET", url: path });
+    assert.equal(again.statusCode, 401);
+    assert.deepEqual(again.json(), { code: 401, msg: "Unauthorized", msg_detail: null });
+    assert.equal(again.headers["set-cookie"], undefined);
 
     const late = (await ctx.adminRequest("POST", `/admin/operators/${id}/sign-in-link`)).json().result.token;
     ctx.clock.advance(limits.operatorSignInLinkMs);
