@@ -143,8 +143,11 @@ function adminDocument(recorded: ReadonlyMap<string, RecordedRoute>): OpenApiDoc
         content: { "application/json": { schema: plain(schema) } },
       };
     }
-    // The console's root sends the operator on to its first page.
-    if (url === "/console") responses["303"] = { description: "see other" };
+    // The console's root sends the operator on to its first page, with or without its trailing
+    // slash; a sign-in link that opens a session, to the console.
+    if (url === "/console" || url === "/console/" || url === "/admin/session/link") {
+      responses["303"] = { description: "see other" };
+    }
     if (route.responses.size === 0) {
       // A route without a response schema: JSON (or the console's HTML) with whatever it holds.
       responses["200"] = {

@@ -77,6 +77,7 @@ export function clientsPage(
   query: { q: string; partner: string; status: string },
   items: { partner_id: string; client: ClientView }[],
   p: Pager,
+  error: string | null = null,
 ): string {
   const options = ["", ...statuses]
     .map(
@@ -99,6 +100,7 @@ export function clientsPage(
 <label>Partner id <input name="partner" value="${esc(query.partner)}" size="36"></label>
 <label>Status <select name="status">${options}</select></label>
 <button type="submit">Search</button></form>
+${error === null ? "" : `<p role="alert" class="error">${esc(error)}</p>`}
 <table><thead><tr><th>Client</th><th>Name</th><th>E-mail</th><th>Status</th><th>Active</th><th>Partner</th><th>Created</th></tr></thead>
 <tbody>${rows === "" ? '<tr><td colspan="7">No client matches.</td></tr>' : rows}</tbody></table>${pager(p)}`,
     session,
@@ -157,6 +159,14 @@ export function clientPage(
     `${record}${forms}${records}<h2>History</h2>${auditTable(history)}`,
     session,
   );
+}
+
+/** A page's 400 for a query it cannot read (a page without filters of its own: its form is not shown). */
+export function badRequestPage(
+  session: { operator: OperatorView; csrf: string } | null,
+  message: string,
+): string {
+  return page("Bad request", `<p role="alert" class="error">${esc(message)}</p>`, session);
 }
 
 export function notFoundPage(session: { operator: OperatorView; csrf: string }): string {

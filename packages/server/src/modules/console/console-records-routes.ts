@@ -21,7 +21,7 @@ import {
   orderPage,
   ordersPage,
 } from "./console-records-pages.ts";
-import { html, sessionOf } from "./console-routes.ts";
+import { consolePageErrors, html, sessionOf } from "./console-routes.ts";
 
 const pageSize = limits.pageSizeMax / 2;
 /** The client page shows this many of the client's latest orders; the orders page has the rest. */
@@ -83,6 +83,27 @@ function badRequest(reply: FastifyReply, body: string) {
   return html(reply, body, 400);
 }
 
+const timeMessage = (label: string) => `${label} should be a date or a time such as 2026-11-01T00:00:00Z.`;
+
+/** The words of a broken page link, for whichever of its two values the page could not read. */
+const linkMessages = (what: string) => {
+  const msg = `This page link is not valid; start again from the newest ${what}.`;
+  return { after_at: msg, after_id: msg };
+};
+
+const ordersMessages = {
+  from: timeMessage("Created from/to"),
+  to: timeMessage("Created from/to"),
+  ...linkMessages("orders"),
+};
+const auditMessages = {
+  from: timeMessage("From/to"),
+  to: timeMessage("From/to"),
+  ...linkMessages("entries"),
+};
+const noOrdersQuery = { partner: "", client: "", type: "", source: "", status: "", from: "", to: "" };
+const noAuditQuery = { actor: "", action: "", target_type: "", target: "", from: "", to: "" };
+
 export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: ConsoleRecordsDeps): void {
   app.get<{
     Querystring: {
@@ -99,6 +120,10 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
   }>(
     "/console/orders",
     {
+      errorHandler: consolePageErrors(
+        (session, message) => ordersPage(session, noOrdersQuery, [], null, true, message),
+        ordersMessages,
+      ),
       schema: {
         querystring: Type.Object({
           partner: Type.Optional(Type.String({ maxLength: 64 })),
@@ -132,9 +157,8 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
       const to = timeParam(q.to);
       const after = cursorParam(q.after_at, q.after_id);
       const fail = (msg: string) => badRequest(reply, ordersPage(session, query, [], null, true, msg));
-      if (from === "bad" || to === "bad")
-        return fail("Created from/to should be a date or a time such as 2026-11-01T00:00:00Z.");
-      if (after === "bad") return fail("This page link is not valid; start again from the newest orders.");
+      if (from === "bad" || to === "bad") return fail(ordersMessages.from);
+      if (after === "bad") return fail(ordersMessages.after_at);
       if (query.partner !== "" && !isUuid(query.partner.toLowerCase()))
         return fail("The partner id is a UUID such as 0b9c3f4e-5d6a-4b7c-8d9e-0f1a2b3c4d5e.");
       if (query.client !== "" && query.partner === "") return fail("A client id needs its partner id.");
@@ -236,6 +260,10 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
   }>(
     "/console/audit",
     {
+      errorHandler: consolePageErrors(
+        (session, message) => auditFilterPage(session, noAuditQuery, auditTable([]), null, true, message),
+        auditMessages,
+      ),
       schema: {
         querystring: Type.Object({
           actor: Type.Optional(Type.String({ maxLength: 254 })),
@@ -265,9 +293,8 @@ export function consoleRecordsRoutes(app: FastifyInstance, { records, audit }: C
       const after = cursorParam(q.after_at, q.after_id);
       const fail = (msg: string) =>
         badRequest(reply, auditFilterPage(session, query, auditTable([]), null, true, msg));
-      if (from === "bad" || to === "bad")
-        return fail("From/to should be a date or a time such as 2026-11-01T00:00:00Z.");
-      if (after === "bad") return fail("This page link is not valid; start again from the newest entries.");
+      if (from === "bad" || to === "bad") return fail(auditMessages.from);
+      if (after === "bad") return fail(auditMessages.after_at);
       const uuidLike = isUuid(query.actor.toLowerCase());
       if (
         query.actor !== "" &&

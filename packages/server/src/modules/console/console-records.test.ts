@@ -150,6 +150,67 @@ describe("the console's record pages", () => {
     }
   });
 
+  test("every console page: a filter it cannot read is the 400 page that says which, never the API's 422", async () => {
+    const readsBefore = await trailCount("document.read");
+    for (const [url, words] of [
+      // Refused by the route's schema or by the checks every route's input gets, before the page's own.
+      [
+        "/console/orders?after_at=x&after_id=y",
+        "This page link is not valid; start again from the newest orders.",
+      ],
+      ["/console/orders?after_id=1e3", "This page link is not valid"],
+      ["/console/orders?status=%ff", "The filter “status” is not valid."],
+      ["/console/orders?from=2026-01-01&from=2026-02-01", "The filter “from” is given more than once"],
+      [`/console/orders?partner=${"a".repeat(65)}`, "The filter “partner” is not valid."],
+      ["/console/orders?client=%00", "The filter “client” is not valid."],
+      [
+        "/console/audit?after_at=x&after_id=y",
+        "This page link is not valid; start again from the newest entries.",
+      ],
+      ["/console/audit?action=%ff", "The filter “action” is not valid."],
+      ["/console/audit?to=a&to=b", "The filter “to” is given more than once"],
+      ["/console/clients?page=x", "The filter “page” is not valid."],
+      ["/console/clients?status=verified&status=rejected", "The filter “status” is given more than once"],
+      ["/console/ledger?check=1&check=1", "The filter “check” is given more than once"],
+      ["/console/partners?x=%ff", "The filter “x” is not valid."],
+      ["/console/catalog?x=%ff", "The filter “x” is not valid."],
+      [`/console/orders/${withdrawal}?x=%ff`, "The filter “x” is not valid."],
+      [`/console/clients/${ctx.partner.id}/client-1?x=%ff`, "The filter “x” is not valid."],
+      [`/console/documents/${documentId}/front?x=%ff`, "The filter “x” is not valid."],
+      ["/console/?x=%ff", "The filter “x” is not valid."],
+    ] as const) {
+      const res = await page(url);
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.match(String(res.headers["content-type"]), /^text\/html/, url);
+      assert.equal(res.headers["cache-control"], "no-store", url);
+      assert.ok(res.body.includes(`<p role="alert" class="error">${words}`), `${url}: ${words}`);
+      assert.deepEqual(orderIds(res.body), [], url);
+    }
+    // A path value that names nothing is the page's 404, as an absent record is.
+    for (const url of [
+      "/console/orders/abc",
+      `/console/documents/${documentId}/left`,
+      "/console/documents/x/front",
+    ]) {
+      const res = await page(url);
+      assert.equal(res.statusCode, 404, `${url}: ${res.body}`);
+      assert.match(res.body, /No such record\./, url);
+    }
+    // No file was read, so no reading went on the trail.
+    assert.equal(await trailCount("document.read"), readsBefore);
+    // The sign-in page, read signed out, says so itself.
+    const signIn = await ctx.admin.inject({ method: "GET", url: "/console/sign-in?x=%ff" });
+    assert.equal(signIn.statusCode, 400, signIn.body);
+    assert.ok(signIn.body.includes('<p role="alert" class="error">The filter “x” is not valid.'));
+    // Without a session, the sign-in page, as for any page; the admin API keeps its JSON 422.
+    const signedOut = await page("/console/orders?after_id=y", "counterpart_session=nope");
+    assert.equal(signedOut.statusCode, 303);
+    assert.equal(signedOut.headers.location, "/console/sign-in");
+    const api = await ctx.adminRequest("GET", "/admin/orders?after_at=x&after_id=y");
+    assert.equal(api.statusCode, 422, api.body);
+    assert.equal(api.json().code, 422);
+  });
+
   test("an order's page shows its legs as postings that sum to zero", async () => {
     const res = await page(`/console/orders/${withdrawal}`);
     assert.equal(res.statusCode, 200);
@@ -201,10 +262,11 @@ describe("the console's record pages", () => {
     assert.equal(entry.actor.email, "reader@broker.example");
     assert.equal(entry.target_id, `${ctx.partner.id}/client-1`);
     assert.deepEqual(entry.after, { document_id: documentId, side: "front" });
-    // A side or a document that does not exist: 404, and nothing recorded.
+    // A side or a document that does not exist (or cannot: a side that is neither): 404, and
+    // nothing recorded.
     assert.equal((await page(`/console/documents/${documentId}/back`)).statusCode, 404);
     assert.equal((await page("/console/documents/999999/front")).statusCode, 404);
-    assert.equal((await page(`/console/documents/${documentId}/side`)).statusCode, 422);
+    assert.equal((await page(`/console/documents/${documentId}/side`)).statusCode, 404);
     assert.equal(await trailCount("document.read"), before + 1);
   });
 
