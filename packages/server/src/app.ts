@@ -2,6 +2,8 @@
 // app.inject or listen on port 0.
 
 import crypto from "node:crypto";
+import http from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest, RouteOptions } from "fastify";
 import Fastify from "fastify";
 import ipaddr from "ipaddr.js";
@@ -14,7 +16,7 @@ import {
   registerBodyParsers,
 } from "./http/body-parsing.ts";
 import { type ConnectionCaps, capConnections } from "./http/connection-caps.ts";
-import { clientErrorHandler, errorHandler, sendError } from "./http/http-error.ts";
+import { clientErrorHandler, errorHandler, rawErrorResponse, sendError } from "./http/http-error.ts";
 import { addInputChecks, methodNotAllowedRoute } from "./http/input-checks.ts";
 import { LazySchemas } from "./http/lazy-schemas.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
@@ -57,7 +59,39 @@ function isLoopback(host: string): boolean {
 }
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
-const allMethods = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
+/**
+ * Methods Node's parser reads but Fastify's router knows not (PROPFIND, SEARCH, LINK, …): taught
+ * to the router so that a known path asked with one is a 405, not a 404 (docs/errors.md,
+ * `method_not_allowed`). CONNECT never reaches routing (the server's `connect` event, below).
+ */
+function teachEveryMethod(app: FastifyInstance): void {
+  const known = new Set(app.supportedMethods);
+  for (const method of http.METHODS) {
+    if (method !== "CONNECT" && !known.has(method)) app.addHttpMethod(method, { hasBody: true });
+  }
+}
+
+/** An absolute-form target (RFC 9112 §3.2.2), which a server must accept: its path is routed. */
+const absoluteForm = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
+
+/**
+ * Whether a request is one the service cannot read as a request, though Node parsed it: a target
+ * neither a path beginning with `/` nor an absolute URL (`*`, an authority), or an HTTP/1.1 request
+ * with no Host or more than one (RFC 9112 §3.2: a 400). docs/errors.md, `bad_request`.
+ */
+function unreadableRequest(request: FastifyRequest): boolean {
+  const raw = request.raw;
+  const target = raw.url ?? "";
+  if (!target.startsWith("/") && !absoluteForm.test(target)) return true;
+  if (raw.httpVersion !== "1.1") return false;
+  let hosts = 0;
+  const fields = raw.rawHeaders;
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.length === 4 && name.toLowerCase() === "host") hosts++;
+  }
+  return hosts !== 1;
+}
 
 interface AppOptions {
   logger: FastifyBaseLogger | false;
@@ -158,6 +192,9 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
     keepAliveTimeout: timeouts.keepAliveIdleMs,
     http: {
       maxHeaderSize: limits.headerBytesMax,
+      // A request without Host is answered by unreadableRequest() in the contract's shape; Node's
+      // own 400 has no body.
+      requireHostHeader: false,
       headersTimeout: timeouts.requestHeadersTimeoutMs,
       requestTimeout: timeouts.requestReceiveTimeoutMs,
       connectionsCheckingInterval: timeouts.requestTimeoutCheckIntervalMs,
@@ -219,8 +256,25 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
   app.decorateRequest("credentialCheck", null);
   app.setValidatorCompiler(schemas.validatorCompiler(validatorCompiler));
   app.setErrorHandler(errorHandler);
+  teachEveryMethod(app);
+  // A CONNECT (its target an authority, never a path) is answered as a request the service cannot
+  // read, instead of Node closing the socket without a word.
+  app.server.on("connect", (_request: http.IncomingMessage, socket: Socket) => {
+    socket.on("error", () => {});
+    socket.end(rawErrorResponse("bad_request"));
+    socket.setTimeout(1_000, () => socket.destroy());
+  });
+  // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 lets a server answer 417
+  // or not): the request is served as if it had none, instead of Node's 417 with no body.
+  app.server.on("checkExpectation", (request: http.IncomingMessage, response: http.ServerResponse) => {
+    app.server.emit("request", request, response);
+  });
   app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-ID", request.id);
+    if (unreadableRequest(request)) {
+      reply.header("Connection", "close");
+      return sendError(reply, "bad_request");
+    }
     // A body read is held against the process's budget until the answer is done (two header
     // lookups for a request without one).
     if (announcesBody(request)) holdBodyUntilAnswered(request, reply);
@@ -252,7 +306,10 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
   });
   return () => {
     for (const [url, served] of [...byUrl]) {
-      const missing = allMethods.filter((m) => !served.has(m));
+      // HEAD is answered with every GET; a path without one gets the 405 for it too.
+      const missing = app.supportedMethods.filter(
+        (m) => !served.has(m) && !(m === "HEAD" && served.has("GET")),
+      );
       if (missing.length === 0) continue;
       app.route({
         method: missing,

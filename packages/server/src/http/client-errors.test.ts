@@ -133,3 +133,76 @@ describe("malformed bytes behind a request received in full", () => {
     assert.equal(await orders(), count);
   });
 });
+
+describe("requests Node parses that the service cannot read, and methods its router did not know", () => {
+  let ctx: TestContext;
+  let port: number;
+  before(async () => {
+    ctx = await startTestContext();
+    await ctx.app.listen({ port: 0, host: "127.0.0.1" });
+    port = (ctx.app.server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await ctx.close();
+  });
+
+  const send = async (text: string) => {
+    const responses = await exchange(port, Buffer.from(text, "latin1"));
+    assert.equal(responses.length, 1, text);
+    return responses[0]!;
+  };
+  const badRequest = { code: 400, msg: "Bad Request", msg_detail: null };
+
+  for (const [name, text] of [
+    ["an asterisk target", "GET * HTTP/1.1\r\nHost: a\r\n\r\n"],
+    ["OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"],
+    ["an authority target", "GET 127.0.0.1:80 HTTP/1.1\r\nHost: a\r\n\r\n"],
+    ["a CONNECT", "CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n"],
+    ["HTTP/1.1 without Host", "GET /v1/public/countries/ae HTTP/1.1\r\n\r\n"],
+    ["two Host fields", "GET /v1/public/countries/ae HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"],
+  ] as const) {
+    test(`${name}: 400 in the contract's shape, then the socket closes`, async () => {
+      const res = await send(text);
+      assert.equal(res.status, 400);
+      assert.deepEqual(JSON.parse(res.body), badRequest);
+      assert.equal(res.headers["content-type"], "application/json; charset=utf-8");
+    });
+  }
+
+  test("an absolute-form target is routed by its path (RFC 9112 §3.2.2); HTTP/1.0 needs no Host", async () => {
+    const absolute = await send(
+      "GET http://127.0.0.1/v1/public/countries/ae HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert.equal(absolute.status, 200);
+    assert.equal(JSON.parse(absolute.body).result.id, "ae");
+    const old = await send("GET /v1/public/countries/ae HTTP/1.0\r\n\r\n");
+    assert.equal(old.status, 200);
+  });
+
+  test("an expectation other than 100-continue is ignored: the request is served", async () => {
+    const res = await send(
+      "GET /v1/public/countries/ae HTTP/1.1\r\nHost: a\r\nExpect: foo\r\nConnection: close\r\n\r\n",
+    );
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(res.body).result.id, "ae");
+  });
+
+  test("a known path asked with any method it does not serve is a 405, also one the router did not know", async () => {
+    for (const method of ["TRACE", "PROPFIND", "SEARCH", "LINK", "M-SEARCH", "PURGE", "DELETE"]) {
+      const res = await send(
+        `${method} /v1/public/countries/ae HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`,
+      );
+      assert.equal(res.status, 405, method);
+      assert.equal(JSON.parse(res.body).code, 405, method);
+      const unknown = await send(
+        `${method} /v1/public/nothing HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`,
+      );
+      assert.equal(unknown.status, 404, method);
+    }
+    // In the signed space authentication comes first, whatever the method.
+    const unsigned = await send(
+      "PROPFIND /v1/partner/asset-pairs HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
+    assert.equal(unsigned.status, 401);
+  });
+});

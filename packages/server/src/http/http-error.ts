@@ -95,7 +95,7 @@ export function errorHandler(
 }
 
 /** The raw bytes of an error response written straight to a socket, in the contract's shape. */
-function rawErrorResponse(name: ErrorName): string {
+export function rawErrorResponse(name: ErrorName): string {
   const body = JSON.stringify(errorBody(name));
   const { status, msg } = errorCatalog[name];
   return (
