@@ -164,7 +164,8 @@ function sameBytes(a: string, b: string): boolean {
  * a browser's cross-site one, and the CSRF token decides.
  */
 export function sameOrigin(request: FastifyRequest): boolean {
-  const origin = request.headers.origin ?? request.headers.referer;
+  // An empty Origin is none: the Referer, if any, is checked instead.
+  const origin = request.headers.origin || request.headers.referer;
   if (origin === undefined || origin === "") return true;
   const host = request.headers.host;
   if (host === undefined) return false;

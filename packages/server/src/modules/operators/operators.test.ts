@@ -198,6 +198,9 @@ describe("operator accounts, sessions and roles", () => {
       await as(s, "PUT", url, { role: "admin" }, { "x-csrf-token": `${s.csrf}x` }),
       await as(s, "PUT", url, { role: "admin" }, { origin: "https://evil.example" }),
       await as(s, "PUT", url, { role: "admin" }, { referer: "https://evil.example/page" }),
+      // An empty Origin is no Origin: the Referer is checked instead.
+      await as(s, "PUT", url, { role: "admin" }, { origin: "", referer: "https://evil.example/page" }),
+      await as(s, "PUT", url, { role: "admin" }, { origin: "null" }),
     ];
     for (const res of refused) {
       assert.equal(res.statusCode, 403, res.body);
