@@ -48,13 +48,19 @@ export function adminMoneyRoutes(app: FastifyInstance, { catalogAdmin, ledgerAdm
       const result = await catalogAdmin.upsertAsset(request.params.asset_id, changes, auditNote(request));
       if (!result.ok) {
         const detail =
-          result.error === "invalid_asset_id"
+          result.error === "asset_in_use"
             ? {
-                loc: ["path", "asset_id"],
-                msg: "Asset ids are 2 to 10 upper-case letters or digits",
-                type: "string_pattern_mismatch",
+                loc: ["body", result.field],
+                msg: "An asset held in accounts or traded in pairs keeps its type and decimal places",
+                type: "asset_in_use",
               }
-            : { loc: ["body", "type"], msg: "A new asset needs type and name_en", type: "missing" };
+            : result.error === "invalid_asset_id"
+              ? {
+                  loc: ["path", "asset_id"],
+                  msg: "Asset ids are 2 to 10 upper-case letters or digits",
+                  type: "string_pattern_mismatch",
+                }
+              : { loc: ["body", "type"], msg: "A new asset needs type and name_en", type: "missing" };
         throw validationError([detail]);
       }
       return reply.code(result.created ? 201 : 200).send({ result: result.asset });

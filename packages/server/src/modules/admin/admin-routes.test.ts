@@ -135,6 +135,55 @@ describe("admin API", () => {
     assert.equal((await ctx.adminRequest("PUT", "/admin/assets/EUR", { decimal_places: 9 })).statusCode, 422);
   });
 
+  test("an asset in use (held in accounts or traded in pairs) keeps its type and decimal places", async () => {
+    const asset = (id: string) =>
+      ctx.services.database.db
+        .selectFrom("assets")
+        .selectAll()
+        .where("id", "=", id)
+        .executeTakeFirstOrThrow();
+    const audit = () =>
+      ctx.services.database.db
+        .selectFrom("audit_log")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .execute();
+    // EUR is held (the test above deposited it); BTC is traded in pairs, held by nobody.
+    for (const [id, body, field] of [
+      ["EUR", { type: "crypto" }, "type"],
+      ["EUR", { decimal_places: 8, name_en: "Euro (renamed)" }, "decimal_places"],
+      ["BTC", { type: "fiat" }, "type"],
+    ] as const) {
+      const [before, entries] = [await asset(id), await audit()];
+      const res = await ctx.adminRequest("PUT", `/admin/assets/${id}`, body);
+      assert.equal(res.statusCode, 422, `${id}: ${res.body}`);
+      assert.deepEqual(res.json().msg_detail, [
+        {
+          loc: ["body", field],
+          msg: "An asset held in accounts or traded in pairs keeps its type and decimal places",
+          type: "asset_in_use",
+        },
+      ]);
+      assert.deepEqual(await asset(id), before);
+      assert.deepEqual(await audit(), entries);
+    }
+    // The same type and places again, or any other field, are changes like any other.
+    const same = await ctx.adminRequest("PUT", "/admin/assets/EUR", {
+      type: "fiat",
+      decimal_places: 2,
+      name_en: "Euro",
+    });
+    assert.equal(same.statusCode, 200, same.body);
+    // An asset nobody holds or trades may still be corrected.
+    await ctx.adminRequest("PUT", "/admin/assets/XAU1", { type: "fiat", name_en: "Gold" });
+    const corrected = await ctx.adminRequest("PUT", "/admin/assets/XAU1", {
+      type: "crypto",
+      decimal_places: 6,
+    });
+    assert.equal(corrected.statusCode, 200, corrected.body);
+    assert.equal(corrected.json().result.type, "crypto");
+    assert.equal(corrected.json().result.decimal_places, 6);
+  });
+
   test("what the admin fuzz found: each a 422 in our words, or a 200, that changes nothing it should not", async () => {
     const tables = async () => ({
       assets: await ctx.services.database.db.selectFrom("assets").selectAll().orderBy("id").execute(),

@@ -4,7 +4,7 @@ import type { Db } from "../../db/database.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import type { Clock } from "../../platform/clock.ts";
 import { type AuditNote, recordAudit } from "../audit/index.ts";
-import { findAsset, insertAsset, updateAsset } from "./catalog-store.ts";
+import { assetInUse, findAsset, insertAsset, updateAsset } from "./catalog-store.ts";
 import { type AssetChangesBody, assetView } from "./catalog-views.ts";
 
 /** The body's changes, its USD rate parsed: the value of one unit at scale 8; null clears it. */
@@ -12,7 +12,8 @@ export type AssetChanges = Omit<AssetChangesBody, "usd_rate"> & { usd_rate?: big
 
 export type AssetUpsertResult =
   | { ok: true; created: boolean; asset: ReturnType<typeof assetView> }
-  | { ok: false; error: "invalid_asset_id" | "new_asset_needs_type_and_name" };
+  | { ok: false; error: "invalid_asset_id" | "new_asset_needs_type_and_name" }
+  | { ok: false; error: "asset_in_use"; field: "type" | "decimal_places" };
 
 export class CatalogAdminService {
   readonly #db: Db;
@@ -60,6 +61,19 @@ export class CatalogAdminService {
       return { ok: true, created: true, asset: assetView(row) };
     }
     if (Object.keys(changes).length === 0) return { ok: true, created: false, asset: assetView(existing) };
+    // An asset held in accounts or traded in pairs keeps its type and its decimal places: a fiat
+    // currency made crypto would refuse its own deposits (2012) with balances still in it, and
+    // amounts are checked against the places they were taken with.
+    const field =
+      changes.type !== undefined && changes.type !== existing.type
+        ? "type"
+        : changes.decimal_places !== undefined && changes.decimal_places !== existing.decimal_places
+          ? "decimal_places"
+          : null;
+    if (field !== null) {
+      await db.selectFrom("assets").select("id").where("id", "=", id).forUpdate().execute();
+      if (await assetInUse(db, id)) return { ok: false, error: "asset_in_use", field };
+    }
     return { ok: true, created: false, asset: assetView(await updateAsset(db, id, changes)) };
   }
 }

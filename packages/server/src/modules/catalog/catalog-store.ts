@@ -30,6 +30,30 @@ export async function findAsset(db: Q, id: string) {
   return db.selectFrom("assets").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/**
+ * Whether an asset is in use: an account holds it (every order posts to accounts of its assets)
+ * or a pair trades it. Read under the asset's row lock, so no account or pair appears meanwhile
+ * that a change of its type or decimal places would misread.
+ */
+export async function assetInUse(db: Q, id: string): Promise<boolean> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .or([
+          eb.exists(eb.selectFrom("accounts").select("asset_id").where("asset_id", "=", id)),
+          eb.exists(
+            eb
+              .selectFrom("asset_pairs")
+              .select("id")
+              .where((w) => w.or([w("base_id", "=", id), w("quote_id", "=", id)])),
+          ),
+        ])
+        .as("used"),
+    ])
+    .executeTakeFirstOrThrow();
+  return row.used === true;
+}
+
 /** An asset's stored fields, its USD rate at scale 8 (null: none). */
 export type AssetFields = Omit<Insertable<AssetsTable>, "usd_rate"> & { usd_rate: bigint | null };
 
