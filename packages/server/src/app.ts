@@ -311,11 +311,15 @@ function collectRoutesFor405(app: FastifyInstance): () => void {
         (m) => !served.has(m) && !(m === "HEAD" && served.has("GET")),
       );
       if (missing.length === 0) continue;
+      // RFC 9110 §15.5.6: a 405 lists the methods the path serves.
+      const allow = app.supportedMethods.filter((m) => served.has(m) || (m === "HEAD" && served.has("GET")));
+      const allowField = allow.join(", ");
       app.route({
         method: missing,
         url,
         config: methodNotAllowedRoute,
-        handler: async (_request, reply) => sendError(reply, "method_not_allowed"),
+        handler: async (_request, reply) =>
+          sendError(reply.header("Allow", allowField), "method_not_allowed"),
       });
     }
   };

@@ -194,6 +194,7 @@ describe("requests Node parses that the service cannot read, and methods its rou
       );
       assert.equal(res.status, 405, method);
       assert.equal(JSON.parse(res.body).code, 405, method);
+      assert.equal(res.headers.allow, "GET, HEAD", method);
       const unknown = await send(
         `${method} /v1/public/nothing HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`,
       );
