@@ -68,13 +68,15 @@ test("counterpart operator create, list, set-role, disable, link against a runni
   assertOk(link);
   const url = link.stdout.split("\n")[0]!;
   assert.ok(url.startsWith(`${endpoints.admin_url}/admin/session/link?token=`), link.stdout);
-  const followed = await fetch(url);
-  assert.equal(followed.status, 200);
+  // The link signs in and lands on the console (303), its session in the cookie.
+  const followed = await fetch(url, { redirect: "manual" });
+  assert.equal(followed.status, 303);
+  assert.equal(followed.headers.get("location"), "/console");
   assert.match(
     followed.headers.get("set-cookie") ?? "",
     /^counterpart_session=.+; HttpOnly; SameSite=Strict$/,
   );
-  assert.equal((await fetch(url)).status, 401);
+  assert.equal((await fetch(url, { redirect: "manual" })).status, 401);
 
   assertFails(
     await cli(["operator", "create", "--email", "ana@broker.example", "--role", "viewer"]),
