@@ -83,6 +83,12 @@ export function errorHandler(
   switch (error.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return sendError(reply, "payload_too_large");
+    case "FST_ERR_ROUTE_MISSING_CONTENT_TYPE":
+      // A QUERY without Content-Type, which RFC 10008 §2 says a server must fail, on any path
+      // (Fastify refuses it before routing's handler, and before authentication): the request
+      // cannot be read, as any other such one. It was a 500.
+      reply.header("Connection", "close");
+      return sendError(reply, "bad_request");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":

@@ -74,7 +74,7 @@ function servedRoutes(ctx: TestContext): Map<string, Set<string>> {
   const routes = new Map<string, Set<string>>();
   const stack: string[] = [];
   for (const line of tree.split("\n")) {
-    const m = /^((?:[│ ] {3})*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/u.exec(line);
+    const m = /^((?:[│ ] {3})*)[├└]── (.*?)(?: \(([A-Z, -]+)\))?$/u.exec(line);
     if (m === null) continue;
     const depth = m[1]!.length / 4;
     stack.length = depth;
@@ -190,19 +190,24 @@ describe("the OpenAPI document", () => {
         if (method === "HEAD" && documented.has(`GET ${url}`)) continue;
         const target = url.replace(/:[a-z_]+/g, "x1");
         ctx.clock.advance(1);
-        const headers = url.startsWith("/v1/partner")
+        // A QUERY must carry a Content-Type (RFC 10008 §2; without one it is a 400 anywhere).
+        const body = method === "QUERY" ? "{}" : "";
+        const headers: Record<string, string> = url.startsWith("/v1/partner")
           ? signRequest({
               partnerId: ctx.partner.id,
               privateKey: ctx.partner.privateKeyPem,
               method,
               target,
+              body,
               nowMs: ctx.clock.nowMs(),
             })
           : {};
+        if (body !== "") headers["content-type"] = "application/json";
         const res = await ctx.app.inject({
           method: method as "GET",
           url: target,
           headers,
+          ...(body === "" ? {} : { payload: body }),
           remoteAddress: "127.0.0.1",
         });
         assert.equal(res.statusCode, 405, `${method} ${url} is served but not documented: ${res.body}`);
