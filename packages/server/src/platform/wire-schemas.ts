@@ -29,3 +29,33 @@ export function pageSchema<T extends TSchema>(name: string, item: T) {
  * status changes, deactivations and price pins, optional elsewhere.
  */
 export const ReasonText = Type.Optional(Type.String({ maxLength: 1000 }));
+
+/**
+ * A partner's own name for a record it creates (`partner_client_id`, `partner_order_ref`):
+ * 1–255 characters, and neither `.` nor `..`. Those two are dot segments, which every URL
+ * normaliser removes, so the request target may not hold them as a path parameter (docs/reference.md
+ * §5.2) and a record named by one could never be read, changed or found by its reference.
+ * The pattern has no look-ahead, so that the fuzz test's generators can read it; it lets the
+ * empty string through, which minLength already refuses with its own message.
+ */
+const partnerIdRules = {
+  minLength: 1,
+  maxLength: 255,
+  pattern: "^(?:$|[^.]|\\.[^.]|\\.\\.[\\s\\S])",
+  "x-error": {
+    type: "string_pattern_mismatch",
+    msg: "String should not be '.' or '..' (a path cannot name such an id)",
+  },
+};
+
+export function partnerIdText(options: { description?: string } = {}) {
+  return Type.String({ ...partnerIdRules, ...options });
+}
+
+/**
+ * The same, or null. One schema with two types rather than a union: a refused string then gets
+ * one 422 detail, not a second one from the null alternative.
+ */
+export function nullablePartnerIdText(options: { description?: string } = {}) {
+  return Type.Unsafe<string | null>({ type: ["string", "null"], ...partnerIdRules, ...options });
+}

@@ -15,6 +15,7 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { type Static, Type } from "typebox";
 import { limits } from "../../config/limits.ts";
 import type { ClientAddress, ClientEmployment } from "../../db/schema.ts";
+import { partnerIdText } from "../../platform/wire-schemas.ts";
 
 export {
   accountPurposes,
@@ -104,7 +105,7 @@ const mutable = {
 };
 
 export const ClientCreateBody = Type.Object({
-  partner_client_id: text({ minLength: 1 }),
+  partner_client_id: partnerIdText(),
   account_type: Type.Literal("personal", {
     description: "Only personal accounts can be created through the interface.",
   }),

@@ -6,20 +6,19 @@ import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { signedWrite } from "../../http/signature-auth.ts";
+import { partnerIdText } from "../../platform/wire-schemas.ts";
 import { OrderSchema } from "../orders/index.ts";
 import type { FundingService } from "./funding-service.ts";
 
 const FundingBody = Type.Object({
-  partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
+  partner_client_id: partnerIdText(),
   asset_id: Type.String({ minLength: 1, maxLength: 32, description: 'A fiat asset id, e.g. "AED".' }),
   amount: Type.String({
     maxLength: 128,
     description:
       "decimal string > 0 with at most 8 decimal places, whatever the asset's decimal_places; kept exactly",
   }),
-  partner_order_ref: Type.String({
-    minLength: 1,
-    maxLength: 255,
+  partner_order_ref: partnerIdText({
     description: "Unique across the partner's orders of every type; what makes a retry safe.",
   }),
 });

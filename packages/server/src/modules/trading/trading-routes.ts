@@ -7,13 +7,13 @@ import { amountField } from "../../http/amount.ts";
 import { HttpError } from "../../http/http-error.ts";
 import { errorResponses } from "../../http/openapi.ts";
 import { signedWrite } from "../../http/signature-auth.ts";
-import { literalUnion } from "../../platform/wire-schemas.ts";
+import { literalUnion, nullablePartnerIdText, partnerIdText } from "../../platform/wire-schemas.ts";
 import { OrderSchema } from "../orders/index.ts";
 import { type TradingService, tokenPattern } from "./trading-service.ts";
 import { QuoteSchema } from "./trading-views.ts";
 
 const QuoteBody = Type.Object({
-  partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
+  partner_client_id: partnerIdText(),
   asset_pair: Type.String({ minLength: 1, maxLength: 32, description: 'A pair id, e.g. "BTC-AED".' }),
   side: literalUnion(tradeSides),
   base_amount: Type.String({
@@ -24,7 +24,7 @@ const QuoteBody = Type.Object({
 });
 
 const ExecuteBody = Type.Object({
-  partner_client_id: Type.String({ minLength: 1, maxLength: 255 }),
+  partner_client_id: partnerIdText(),
   token: Type.String({
     maxLength: 64,
     description: "The token of a quote for the same client, before its lifetime runs out.",
@@ -34,7 +34,7 @@ const ExecuteBody = Type.Object({
       msg: "Input should be a quote token (qt_ and 43 base64url characters)",
     },
   }),
-  partner_order_ref: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
+  partner_order_ref: Type.Optional(nullablePartnerIdText()),
 });
 
 /** msg_detail of a quote's 400: the quote that would have been given (token null), and a limit. */
