@@ -1,7 +1,7 @@
-// Checks every route's input gets before its schema: an unreadable body, and query or path values
-// that PostgreSQL could not store or that were not sent as UTF-8. After authentication, after
-// routing: a path that does not exist, or a method it does not serve, is a 404 or 405 whatever
-// the request holds (docs/errors.md, "Order of checks").
+// Checks every route's input gets before its schema: an unreadable body, query values that
+// PostgreSQL could not store or that were not sent as UTF-8, and path parameters that name
+// nothing. After authentication, after routing: a path that does not exist, or a method it does
+// not serve, is a 404 or 405 whatever the request holds (docs/errors.md, "Order of checks").
 
 import type { FieldError } from "@counterpart/protocol";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -75,29 +75,37 @@ function inputProblem(request: FastifyRequest): FieldError[] | null {
   if (request.bodyError !== null) return request.bodyError;
   const query = rawQueryProblem(request.raw.url ?? "");
   if (query !== null) return [query];
-  for (const [part, values] of [
-    ["query", request.query],
-    ["path", request.params],
-  ] as const) {
-    if (values === null || typeof values !== "object") continue;
-    for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
-      for (const v of Array.isArray(value) ? value : [value]) {
-        const problem = typeof v === "string" ? checkString(v, [part, name]) : null;
-        if (problem !== null) return [problem];
-      }
+  const values = request.query;
+  if (values === null || typeof values !== "object") return null;
+  for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const problem = typeof v === "string" ? checkString(v, ["query", name]) : null;
+      if (problem !== null) return [problem];
     }
   }
   return null;
 }
 
-/** Unreadable bodies, NUL characters and broken Unicode in any input: 422, after authentication. */
+/**
+ * Whether a path parameter names nothing the service could hold: an empty one (the router matches
+ * `/asset-pairs/` and `/clients//documents`), or one with a NUL (`%00`) or broken Unicode, which
+ * no body or query may store. Such a path names no record, like `/orders/abc`: a 404, not a 422.
+ */
+function namesNothing(params: unknown): boolean {
+  if (params === null || typeof params !== "object") return false;
+  return Object.values(params as Record<string, unknown>).some(
+    (v) => typeof v === "string" && (v === "" || checkString(v, []) !== null),
+  );
+}
+
+/**
+ * Unreadable bodies, NUL characters and broken Unicode in a body or query: 422, after
+ * authentication. The same in a path parameter is a 404 (`namesNothing`).
+ */
 export function addInputChecks(app: FastifyInstance): void {
   app.addHook("preValidation", async (request) => {
     if (request.is404 || request.routeOptions.config?.methodNotAllowed === true) return;
-    // The router matches an empty parameter (`/asset-pairs/`, `/clients//documents`): nothing has
-    // an empty id, so that path does not exist.
-    const params = (request.params ?? {}) as Record<string, unknown>;
-    if (Object.values(params).some((v) => v === "")) throw new HttpError("not_found");
+    if (namesNothing(request.params)) throw new HttpError("not_found");
     const problem = inputProblem(request);
     if (problem === null) return;
     if (request.routeOptions.config?.unreadableInputIsNotFound === true) throw new HttpError("not_found");
