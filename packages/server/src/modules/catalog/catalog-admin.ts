@@ -71,7 +71,6 @@ export class CatalogAdminService {
           ? "decimal_places"
           : null;
     if (field !== null) {
-      await db.selectFrom("assets").select("id").where("id", "=", id).forUpdate().execute();
       if (await assetInUse(db, id)) return { ok: false, error: "asset_in_use", field };
     }
     return { ok: true, created: false, asset: assetView(await updateAsset(db, id, changes)) };

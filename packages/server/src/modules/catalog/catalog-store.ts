@@ -32,10 +32,11 @@ export async function findAsset(db: Q, id: string) {
 
 /**
  * Whether an asset is in use: an account holds it (every order posts to accounts of its assets)
- * or a pair trades it. Read under the asset's row lock, so no account or pair appears meanwhile
- * that a change of its type or decimal places would misread.
+ * or a pair trades it. The asset's row is locked first (the caller's transaction holds it), so no
+ * account or pair appears meanwhile that a change of its type or decimal places would misread.
  */
 export async function assetInUse(db: Q, id: string): Promise<boolean> {
+  await db.selectFrom("assets").select("id").where("id", "=", id).forUpdate().execute();
   const row = await db
     .selectNoFrom((eb) => [
       eb
