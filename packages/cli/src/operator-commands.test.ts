@@ -58,7 +58,7 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
         "--name",
         "Solana (test)",
         "--decimals",
-        "6",
+        "8",
         "--published",
         "false",
         "--depositable",
@@ -76,7 +76,7 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
       id: "SOL",
       type: "crypto",
       name_en: "Solana (test)",
-      decimal_places: 6,
+      decimal_places: 8,
       published: false,
       depositable: true,
       withdrawable: true,
@@ -94,6 +94,14 @@ test("counterpart asset, pair, price, fee and ledger against a running sandbox",
     assert.deepEqual(sol, { status: 200, body: { result: expected } });
     assert.equal((eth.body.result as { withdrawable: boolean }).withdrawable, true);
     assert.equal((eth.body.result as { depositable: boolean }).depositable, false, "untouched");
+    // SOL is traded in pairs: its decimal places and its type stay as they are.
+    for (const flags of [
+      ["--decimals", "6"],
+      ["--type", "fiat"],
+    ]) {
+      assertFails(await cli("asset", "upsert", "SOL", ...flags), 2, /keeps its type and decimal places/);
+    }
+    assert.deepEqual(await publicGet("/v1/public/assets/SOL"), { status: 200, body: { result: expected } });
   });
 
   await t.test("asset upsert creates a new asset", async () => {

@@ -189,8 +189,11 @@ describe("the console's record pages", () => {
     // A path value that names nothing is the page's 404, as an absent record is.
     for (const url of [
       "/console/orders/abc",
+      "/console/orders/99999999999999999999999999999999999999",
+      "/console/orders/%00",
       `/console/documents/${documentId}/left`,
       "/console/documents/x/front",
+      "/console/documents/99999999999999999999999999999999999999/front",
     ]) {
       const res = await page(url);
       assert.equal(res.statusCode, 404, `${url}: ${res.body}`);

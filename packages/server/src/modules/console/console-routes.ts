@@ -64,6 +64,8 @@ type ConsoleSession = NonNullable<ReturnType<typeof sessionOf>>;
 /** Where the first 422 of a request was, when the error is one: `["query", name]`, `["path", name]`. */
 function refusedAt(error: FastifyError): FieldError["loc"] | null {
   if (error instanceof HttpError) {
+    // A path parameter that names nothing (empty, a NUL: http/input-checks.ts) is a path's 404.
+    if (error.errorName === "not_found") return ["path"];
     return error.errorName === "validation_error" ? ((error.detail as FieldError[])[0]?.loc ?? null) : null;
   }
   const v = error as FastifyError & { validation?: unknown; validationContext?: string };
