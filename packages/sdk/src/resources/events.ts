@@ -86,22 +86,49 @@ export class Events {
   }
 }
 
-export interface WebhookHeaders {
-  [name: string]: string | string[] | undefined;
-}
+/**
+ * The headers of a received delivery, as any server hands them over: a Fetch `Headers` object, or a
+ * plain object such as Node's IncomingHttpHeaders (names in any case). A header given more than
+ * once (a list, or two names differing only in case) counts as missing, as in verifyTestRequest:
+ * a delivery carries each of its headers once.
+ */
+export type WebhookHeaders =
+  | { get(name: string): string | null }
+  | { readonly [name: string]: string | readonly string[] | undefined };
 
 export interface WebhookKey {
   key_id: string;
   public_key_pem: string;
 }
 
+/**
+ * `eventId` is the `id` of the signed body, which the X-Event-ID header must repeat: deduplicate
+ * on it, never on the header alone.
+ */
 export type WebhookVerification = { ok: true; eventId: string } | { ok: false; reason: string };
 
 function header(headers: WebhookHeaders, name: string): string | undefined {
-  for (const [k, v] of Object.entries(headers)) {
-    if (k.toLowerCase() === name) return Array.isArray(v) ? v[0] : v;
+  if (typeof headers.get === "function") {
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
   }
-  return undefined;
+  const record = headers as { readonly [name: string]: string | readonly string[] | undefined };
+  const names = Object.keys(record).filter((k) => k.toLowerCase() === name);
+  const value = names.length === 1 ? record[names[0]!] : undefined;
+  return typeof value === "string" ? value : undefined;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The `id` of a delivery's body when it is a JSON object carrying a string id, else null. */
+function bodyEventId(rawBody: string | Uint8Array): string | null {
+  try {
+    const parsed: unknown = JSON.parse(typeof rawBody === "string" ? rawBody : utf8.decode(rawBody));
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return null;
+    const id = (parsed as { id?: unknown }).id;
+    return typeof id === "string" && id !== "" ? id : null;
+  } catch {
+    return null;
+  }
 }
 
 export class Webhooks {
@@ -116,6 +143,11 @@ export class Webhooks {
    * and query the delivery was posted to) + SHA-256 of the exact `rawBody`, and a timestamp at
    * most `toleranceMs` old (5 minutes by default). Pass the body's bytes as received, not a
    * re-serialised object.
+   *
+   * The signature does not cover X-Event-ID, so the header alone proves nothing: anyone holding a
+   * captured delivery could replay it within the window under a new X-Event-ID and pass a
+   * deduplication keyed on it. The signed body's `id` is the event's id; a delivery whose header
+   * differs from it is refused, and the id returned is the body's.
    */
   static verify(
     rawBody: string | Uint8Array,
@@ -140,9 +172,11 @@ export class Webhooks {
     const sig = decodeSignature(signature);
     if (path === null || sig === null) return { ok: false, reason: "bad signature" };
     const canonical = canonicalString({ timestamp, method: "POST", path, body: rawBody });
-    return verifySignature(parsed.key, canonical, sig)
-      ? { ok: true, eventId }
-      : { ok: false, reason: "bad signature" };
+    if (!verifySignature(parsed.key, canonical, sig)) return { ok: false, reason: "bad signature" };
+    const bodyId = bodyEventId(rawBody);
+    if (bodyId === null) return { ok: false, reason: "body is not an event" };
+    if (bodyId !== eventId) return { ok: false, reason: "X-Event-ID differs from the body's id" };
+    return { ok: true, eventId: bodyId };
   }
 
   /** The instance form of Webhooks.verify. */
