@@ -135,6 +135,21 @@ describe("SDK: events and webhooks against a running sandbox", () => {
     assert.match(none.stderr, /Not Found/);
     const log = await counterpart.webhooks.deliveries(endpoint.id);
     assert.equal(log[0]!.status, "delivered");
+    // The log pages back: the newest `limit`, then those before the last one's id.
+    const newest = await counterpart.webhooks.deliveries(endpoint.id, { limit: 1 });
+    assert.deepEqual(
+      newest.map((d) => d.id),
+      [log[0]!.id],
+    );
+    const older = await counterpart.webhooks.deliveries(endpoint.id, { before: log[0]!.id });
+    assert.deepEqual(
+      older.map((d) => d.id),
+      log.slice(1).map((d) => d.id),
+    );
+    assert.deepEqual(
+      { ...(await counterpart.webhooks.get(endpoint.id)) },
+      { ...endpoint, status: "enabled" },
+    );
     await counterpart.webhooks.delete(endpoint.id);
     assert.deepEqual([...(await counterpart.webhooks.list())], []);
   });

@@ -42,6 +42,13 @@ export interface ApiRequest {
    * connection that was never made.
    */
   replaySafe: boolean;
+  /**
+   * For a DELETE: a 404 answering a copy sent again after an attempt that may have reached the
+   * service (a timeout, a connection lost mid-request) means that attempt deleted the record, so
+   * the call succeeds. Without it a replay-safe delete whose response was lost would report a false
+   * failure. A 404 to the first attempt, or after answers that applied nothing, still throws.
+   */
+  notFoundAfterLostResponseIsDone?: boolean;
 }
 
 /** Per-call options; each overrides the client's setting for this call. */
@@ -186,6 +193,8 @@ export class RequestSender {
       headers["content-type"] = request.multipart.contentType;
     }
 
+    // Whether an earlier attempt may have reached the service and been applied, its answer lost.
+    let maybeApplied = false;
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
       const signature = request.signed ? await this.#sign(request.method, target, body, options.signal) : {};
@@ -199,6 +208,16 @@ export class RequestSender {
       if (outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300) {
         return { status: outcome.status, body: parseBody(outcome.text, info, outcome.status), info };
       }
+      if (
+        outcome.kind === "response" &&
+        outcome.status === 404 &&
+        maybeApplied &&
+        request.notFoundAfterLostResponseIsDone === true
+      ) {
+        return { status: outcome.status, body: undefined, info };
+      }
+      if (outcome.kind === "timeout" || (outcome.kind === "network" && outcome.maybeSent))
+        maybeApplied = true;
 
       const retryable =
         outcome.kind === "response"

@@ -9,7 +9,7 @@ import {
   verifySignature,
 } from "@counterpart/protocol";
 import type { RequestOptions, RequestSender } from "../request-sender.ts";
-import { itemsOf, resultOf } from "../responses.ts";
+import { itemsOf, responseInfo, resultOf, withResponse } from "../responses.ts";
 import type { WithResponse } from "../types.ts";
 import type { components } from "../wire.ts";
 
@@ -18,6 +18,9 @@ export type EventFeed = components["schemas"]["EventFeed"];
 export type WebhookEndpoint = components["schemas"]["WebhookEndpoint"];
 export type WebhookDelivery = components["schemas"]["WebhookDelivery"];
 export type EventType = Event["type"];
+
+/** One page of the feed: its events and the page itself carry the `lastResponse` of its request. */
+export type EventPage = WithResponse<Omit<EventFeed, "items"> & { items: WithResponse<Event>[] }>;
 
 export interface EventListParams {
   /** An event id: start after it (the last one you processed). */
@@ -35,7 +38,7 @@ export class Events {
   }
 
   /** GET /v1/partner/events: one page of the feed. */
-  async page(params: EventListParams = {}, options: RequestOptions = {}): Promise<EventFeed> {
+  async page(params: EventListParams = {}, options: RequestOptions = {}): Promise<EventPage> {
     const response = await this.#sender.send(
       {
         method: "GET",
@@ -54,7 +57,10 @@ export class Events {
     const body = response.body as EventFeed;
     if (typeof body !== "object" || body === null || !Array.isArray(body.items))
       throw new TypeError("GET /v1/partner/events: the answer is not an event feed");
-    return body;
+    // As every other list: the page and each of its events carry the response they came in.
+    const info = responseInfo(response);
+    for (const e of body.items) if (typeof e === "object" && e !== null) withResponse(e, info);
+    return withResponse(body as Omit<EventFeed, "items"> & { items: WithResponse<Event>[] }, info);
   }
 
   /** GET /v1/partner/events/{id}: one event (NotFoundError when it is not one of yours). */
@@ -73,9 +79,13 @@ export class Events {
 
   /**
    * Every event after `params.after`, oldest first, page after page, until the feed has no more
-   * for now. Store each event's id once processed and pass it as `after` to resume there.
+   * for now. Store each event's id once processed and pass it as `after` to resume there. Each
+   * event carries the `lastResponse` of the page it came in.
    */
-  async *list(params: EventListParams = {}, options: RequestOptions = {}): AsyncGenerator<Event> {
+  async *list(
+    params: EventListParams = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<WithResponse<Event>> {
     let after = params.after;
     for (;;) {
       const page = await this.page({ ...params, ...(after === undefined ? {} : { after }) }, options);
@@ -95,6 +105,14 @@ export class Events {
 export type WebhookHeaders =
   | { get(name: string): string | null }
   | { readonly [name: string]: string | readonly string[] | undefined };
+
+/** The query of webhooks.deliveries (docs/reference.md §6.3). */
+export interface WebhookDeliveryListParams {
+  /** Deliveries to return, 1 to 100 (default 20). */
+  limit?: number;
+  /** A delivery id: only the deliveries older than it (the next page after a delivery's id). */
+  before?: number;
+}
 
 export interface WebhookKey {
   key_id: string;
@@ -217,6 +235,25 @@ export class Webhooks {
     return itemsOf<WebhookEndpoint>(response);
   }
 
+  /** GET /v1/partner/webhook-endpoints/{id}: one endpoint (NotFoundError when it is not one of yours). */
+  async get(endpointId: string, options: RequestOptions = {}): Promise<WithResponse<WebhookEndpoint>> {
+    const response = await this.#sender.send(
+      {
+        method: "GET",
+        path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}`,
+        signed: true,
+        replaySafe: true,
+      },
+      options,
+    );
+    return resultOf<WebhookEndpoint>(response);
+  }
+
+  /**
+   * DELETE /v1/partner/webhook-endpoints/{id}: the endpoint and its delivery log. Sent again after
+   * a lost response (a second copy cannot delete anything else); a 404 to that copy means the
+   * first one deleted it, so it resolves. A 404 to the first copy is a NotFoundError.
+   */
   async delete(endpointId: string, options: RequestOptions = {}): Promise<void> {
     await this.#sender.send(
       {
@@ -224,19 +261,32 @@ export class Webhooks {
         path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}`,
         signed: true,
         replaySafe: true,
+        notFoundAfterLostResponseIsDone: true,
       },
       options,
     );
   }
 
+  /**
+   * GET /v1/partner/webhook-endpoints/{id}/deliveries: the endpoint's deliveries, newest first,
+   * `params.limit` of them (1 to 100, default 20) older than the delivery id `params.before`: pass
+   * the last one's id as `before` to read on.
+   */
   async deliveries(
     endpointId: string,
+    params: WebhookDeliveryListParams = {},
     options: RequestOptions = {},
   ): Promise<WithResponse<WithResponse<WebhookDelivery>[]>> {
+    const { limit, before } = params;
+    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1 || limit > 100))
+      throw new RangeError(`limit must be an integer from 1 to 100, got ${String(limit)}`);
+    if (before !== undefined && (!Number.isSafeInteger(before) || before < 1))
+      throw new RangeError(`before must be a delivery id (a positive integer), got ${String(before)}`);
     const response = await this.#sender.send(
       {
         method: "GET",
         path: `/v1/partner/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries`,
+        query: { limit, before },
         signed: true,
         replaySafe: true,
       },
