@@ -389,6 +389,42 @@ test("partner commands against a running sandbox", async (t) => {
     assert.equal(error.status, 401);
   });
 
+  await t.test(
+    "the key as PEM text in COUNTERPART_PRIVATE_KEY, as the SDK's optionsFromEnv reads it",
+    async () => {
+      const pem = fs.readFileSync(path.join(env.DATA_DIR!, "demo-partner/private-key.pem"), "utf8");
+      const byText = { ...env, COUNTERPART_PARTNER_ID: demo.partner_id, COUNTERPART_PRIVATE_KEY: pem };
+      const other = path.join(tmp, "unregistered-key.pem");
+      fs.writeFileSync(other, generateKeyPair().privateKeyPem, { mode: 0o600 });
+      const [signed, textFirst, notPem, noPartner, noKey] = await Promise.all([
+        runCli(["balance", "--client", pcid, "--asset", "AED", "--json"], byText),
+        // Both set: the text wins, as in the SDK.
+        runCli(["balance", "--client", pcid, "--asset", "AED", "--json"], {
+          ...byText,
+          COUNTERPART_KEY_FILE: other,
+        }),
+        runCli(["balance", "--client", pcid], { ...byText, COUNTERPART_PRIVATE_KEY: "not a key" }),
+        runCli(["balance", "--client", pcid], { ...env, COUNTERPART_PRIVATE_KEY: pem }),
+        runCli(["balance", "--client", pcid], { ...env, COUNTERPART_PARTNER_ID: demo.partner_id }),
+      ]);
+      for (const r of [signed, textFirst]) {
+        assertOk(r);
+        assert.equal(json(r).asset_id, "AED");
+      }
+      assertFails(notPem, 2, /COUNTERPART_PRIVATE_KEY is not an unencrypted private key PEM/);
+      assertFails(
+        noPartner,
+        2,
+        /--partner ID is required with COUNTERPART_PRIVATE_KEY \(or set COUNTERPART_PARTNER_ID\)/,
+      );
+      assertFails(
+        noKey,
+        2,
+        /--key FILE is required with --partner \(or set COUNTERPART_KEY_FILE, or COUNTERPART_PRIVATE_KEY/,
+      );
+    },
+  );
+
   await t.test("the operator's client commands share the group", async () => {
     const r = await cli(
       "client",

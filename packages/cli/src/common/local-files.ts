@@ -100,13 +100,17 @@ export function readPublicKeyFile(file: string): string {
 
 /** Reads a partner private key file: an unencrypted Ed25519 private key PEM. */
 export function readPrivateKeyFile(file: string): KeyObject {
-  const text = readKeyFile(file, "private key");
+  return parsePrivateKeyPem(readKeyFile(file, "private key"), file);
+}
+
+/** A partner private key from its PEM text; `source` names where it came from in a refusal. */
+export function parsePrivateKeyPem(text: string, source: string): KeyObject {
   let key: KeyObject;
   try {
     key = createPrivateKey({ key: text, format: "pem" });
   } catch {
-    throw new UsageError(`${file} is not an unencrypted private key PEM`);
+    throw new UsageError(`${source} is not an unencrypted private key PEM`);
   }
-  if (key.asymmetricKeyType !== "ed25519") throw new UsageError(`${file} is not an Ed25519 private key`);
+  if (key.asymmetricKeyType !== "ed25519") throw new UsageError(`${source} is not an Ed25519 private key`);
   return key;
 }

@@ -19,13 +19,14 @@ import {
   ValidationError,
 } from "@counterpart/sdk";
 import { FailureError, UsageError } from "../common/errors.ts";
-import { type Env, readPrivateKeyFile } from "../common/local-files.ts";
+import type { Env } from "../common/local-files.ts";
 import { baseUrlText, type PartnerFlags, resolveBaseUrl, resolveSigner } from "./target.ts";
 
 export interface PartnerApi {
   counterpart: Counterpart;
   partnerId: string;
-  keyFile: string;
+  /** Where the key came from: "the key file F" or "COUNTERPART_PRIVATE_KEY". */
+  keySource: string;
   baseUrl: string;
 }
 
@@ -33,13 +34,12 @@ export interface PartnerApi {
 export function partnerApi(flags: PartnerFlags, env: Env, ports: { fetch?: FetchPort } = {}): PartnerApi {
   const baseUrl = baseUrlText(resolveBaseUrl(flags, env));
   const signer = resolveSigner(flags, env);
-  const privateKey = readPrivateKeyFile(signer.keyFile);
   let counterpart: Counterpart;
   try {
     counterpart = new Counterpart({
       baseUrl,
       partnerId: signer.partnerId,
-      privateKey,
+      privateKey: signer.privateKey,
       appInfo: "counterpart-cli",
       ...(ports.fetch === undefined ? {} : { fetch: ports.fetch }),
     });
@@ -47,7 +47,7 @@ export function partnerApi(flags: PartnerFlags, env: Env, ports: { fetch?: Fetch
     // The SDK checks its options (partner id format, key type) with a message naming the fix.
     throw new UsageError(oneLine(err instanceof Error ? err.message : String(err)));
   }
-  return { counterpart, ...signer, baseUrl };
+  return { counterpart, partnerId: signer.partnerId, keySource: signer.keySource, baseUrl };
 }
 
 /** Runs one SDK call; its failure becomes the CLI error that says what happened. */
@@ -95,7 +95,7 @@ function refusal(err: CounterpartError, fallbackMsg: string): string {
 /** The CLI error for a failure of an SDK call; anything not from the SDK is returned as it is. */
 export function cliErrorOf(
   err: unknown,
-  api: Pick<PartnerApi, "baseUrl" | "partnerId" | "keyFile">,
+  api: Pick<PartnerApi, "baseUrl" | "partnerId" | "keySource">,
 ): unknown {
   if (err instanceof RangeError) {
     // The SDK refuses bad arguments (an empty id, a page out of bounds) before sending anything.
@@ -133,7 +133,7 @@ export function cliErrorOf(
   if (err instanceof AuthenticationError) {
     return new FailureError(
       `${refusal(err, "Unauthorized")}: the partner API at ${api.baseUrl} refused partner ${api.partnerId}'s ` +
-        `signature; check the partner id, the key file ${api.keyFile}, this machine's clock and the partner's IP allow-list`,
+        `signature; check the partner id, ${api.keySource}, this machine's clock and the partner's IP allow-list`,
       details,
     );
   }

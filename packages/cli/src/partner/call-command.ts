@@ -5,7 +5,7 @@
 import { signRequest } from "@counterpart/protocol";
 import type { Command } from "commander";
 import { FailureError, networkReason, UsageError } from "../common/errors.ts";
-import { type Env, readPrivateKeyFile } from "../common/local-files.ts";
+import type { Env } from "../common/local-files.ts";
 import { emit, type OutputOptions } from "../common/output.ts";
 import { withGlobalOptions } from "../common/program.ts";
 import { baseUrlText, type PartnerFlags, partnerFlags, resolveBaseUrl, resolveSigner } from "./target.ts";
@@ -75,12 +75,11 @@ async function call(rawMethod: string, target: string, options: CallOptions, env
   }
   const url = requestUrl(resolveBaseUrl(options, env), target);
   const signer = resolveSigner(options, env);
-  const privateKey = readPrivateKeyFile(signer.keyFile);
 
   const headers: Record<string, string> = {
     ...signRequest({
       partnerId: signer.partnerId,
-      privateKey,
+      privateKey: signer.privateKey,
       method,
       target: `${url.pathname}${url.search}`,
       body: data,

@@ -1,11 +1,21 @@
 // Who a partner command signs as and where it sends: one resolution shared by `call` and every
 // partner command (docs/reference.md §5). Each value comes from its flag, else its environment variable, else the
 // sandbox the data folder describes (DATA_DIR, else ./.data): endpoints.json for the address, and
-// demo-partner/partner.json with demo-partner/private-key.pem for the demo partner.
+// demo-partner/partner.json with demo-partner/private-key.pem for the demo partner. The variables
+// are the SDK's (optionsFromEnv): COUNTERPART_URL, COUNTERPART_PARTNER_ID, and the key as PEM text
+// in COUNTERPART_PRIVATE_KEY or as a file in COUNTERPART_KEY_FILE, the text first as there.
 
+import type { KeyObject } from "node:crypto";
 import type { Command } from "commander";
 import { UsageError } from "../common/errors.ts";
-import { dataDir, type Env, readDemoPartner, readEndpoints } from "../common/local-files.ts";
+import {
+  dataDir,
+  type Env,
+  parsePrivateKeyPem,
+  readDemoPartner,
+  readEndpoints,
+  readPrivateKeyFile,
+} from "../common/local-files.ts";
 
 export const defaultPartnerUrl = "http://127.0.0.1:8080";
 
@@ -17,7 +27,9 @@ export interface PartnerFlags {
 
 export interface PartnerSigner {
   partnerId: string;
-  keyFile: string;
+  /** Where the key came from, for messages: "the key file F" or "COUNTERPART_PRIVATE_KEY". */
+  keySource: string;
+  privateKey: KeyObject;
 }
 
 /** --partner, --key and --url, shared by `call` and the partner commands. */
@@ -29,7 +41,7 @@ export function partnerFlags(command: Command): Command {
     )
     .option(
       "--key <file>",
-      "the partner's Ed25519 private key PEM (default: COUNTERPART_KEY_FILE, else the demo partner's key)",
+      "the partner's Ed25519 private key PEM file (default: the PEM text in COUNTERPART_PRIVATE_KEY, else COUNTERPART_KEY_FILE, else the demo partner's key)",
     )
     .option(
       "--url <base>",
@@ -37,13 +49,33 @@ export function partnerFlags(command: Command): Command {
     );
 }
 
-/** The partner id and key file: both from flags or environment, else the sandbox's demo partner. */
+/**
+ * The partner id and its private key, read: both from flags or environment, else the sandbox's
+ * demo partner.
+ */
 export function resolveSigner(flags: PartnerFlags, env: Env): PartnerSigner {
   const partnerId = flags.partner || env.COUNTERPART_PARTNER_ID || null;
-  const keyFile = flags.key || env.COUNTERPART_KEY_FILE || null;
-  if (partnerId !== null && keyFile !== null) return { partnerId, keyFile };
-  if (partnerId !== null)
-    throw new UsageError("--key FILE is required with --partner (or set COUNTERPART_KEY_FILE)");
+  const keyText = flags.key ? null : env.COUNTERPART_PRIVATE_KEY || null;
+  const keyFile = flags.key || (keyText === null ? env.COUNTERPART_KEY_FILE || null : null);
+  if (partnerId !== null && keyText !== null) {
+    return {
+      partnerId,
+      keySource: "COUNTERPART_PRIVATE_KEY",
+      privateKey: parsePrivateKeyPem(keyText, "COUNTERPART_PRIVATE_KEY"),
+    };
+  }
+  if (partnerId !== null && keyFile !== null) {
+    return { partnerId, keySource: `the key file ${keyFile}`, privateKey: readPrivateKeyFile(keyFile) };
+  }
+  if (partnerId !== null) {
+    throw new UsageError(
+      "--key FILE is required with --partner (or set COUNTERPART_KEY_FILE, or COUNTERPART_PRIVATE_KEY with the PEM text)",
+    );
+  }
+  if (keyText !== null)
+    throw new UsageError(
+      "--partner ID is required with COUNTERPART_PRIVATE_KEY (or set COUNTERPART_PARTNER_ID)",
+    );
   if (keyFile !== null)
     throw new UsageError("--partner ID is required with --key (or set COUNTERPART_PARTNER_ID)");
   const dir = dataDir(env);
@@ -53,7 +85,11 @@ export function resolveSigner(flags: PartnerFlags, env: Env): PartnerSigner {
       `--partner ID and --key FILE are required: there is no sandbox demo partner in ${dir} (set DATA_DIR, or start the sandbox)`,
     );
   }
-  return { partnerId: demo.partnerId, keyFile: demo.privateKeyPath };
+  return {
+    partnerId: demo.partnerId,
+    keySource: `the key file ${demo.privateKeyPath}`,
+    privateKey: readPrivateKeyFile(demo.privateKeyPath),
+  };
 }
 
 /**
