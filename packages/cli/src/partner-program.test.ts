@@ -4,10 +4,12 @@
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { buildProgram } from "./operator/cli.ts";
 import { buildPartnerProgram } from "./partner/cli.ts";
+import { assertFails, assertOk, runPartnerCli } from "./testing.ts";
 
 const names = (program: { commands: readonly { name(): string }[] }) =>
   program.commands.map((c) => c.name()).sort();
@@ -50,4 +52,39 @@ test("--version is the package's version", () => {
     version: string;
   };
   assert.equal(buildPartnerProgram({}, () => {}).version(), manifest.version);
+});
+
+test("a command the partner CLI does not have is exit 2 with one line, --help or not", async () => {
+  const env = { PATH: process.env.PATH };
+  const [asked, plain, nested, help, commandHelp] = await Promise.all([
+    runPartnerCli(["partner", "create", "--help"], env),
+    runPartnerCli(["partner", "create"], env),
+    runPartnerCli(["client", "frobnicate", "--help"], env),
+    runPartnerCli(["--help"], env),
+    runPartnerCli(["client", "create", "--help"], env),
+  ]);
+  for (const r of [asked, plain]) {
+    assertFails(r, 2, /^counterpart: unknown command 'partner'$/);
+    assert.equal(r.stdout, "");
+  }
+  assertFails(nested, 2, /^counterpart: unknown command 'frobnicate'$/);
+  assertOk(help);
+  assert.match(help.stdout, /^Usage: counterpart/);
+  assertOk(commandHelp);
+  assert.match(commandHelp.stdout, /^Usage: counterpart client create/);
+});
+
+test("keygen says to send the public key to the operator, who registers it", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "counterpart-keygen-"));
+  try {
+    const r = await runPartnerCli(["keygen", "--out", path.join(dir, "keys")], { PATH: process.env.PATH });
+    assertOk(r);
+    assert.match(
+      r.stdout,
+      /public key: .*public-key\.pem \(send this file to the operator, who registers it\)/,
+    );
+    assert.doesNotMatch(r.stdout, /partner create/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

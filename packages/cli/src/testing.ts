@@ -12,6 +12,7 @@ import type { TestContext } from "node:test";
 
 export const root = path.resolve(import.meta.dirname, "../../..");
 const mainTs = path.join(root, "packages/cli/src/main.ts");
+const partnerMainTs = path.join(root, "packages/cli/src/partner/main.ts");
 const demoTs = path.join(root, "scripts/demo.ts");
 
 export interface Run {
@@ -43,6 +44,11 @@ export function baseEnv(dataDir: string, extra: Record<string, string> = {}): No
 /** `input`, when given, is written to the command's standard input (closed otherwise). */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Run> {
   return runScript(mainTs, args, env, input);
+}
+
+/** The published partner CLI (partner/main.ts), as `npx counterpart` runs it. */
+export function runPartnerCli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Run> {
+  return runScript(partnerMainTs, args, env, input);
 }
 
 /** `npm run demo` (scripts/demo.ts) as a child process. */

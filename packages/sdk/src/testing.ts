@@ -21,7 +21,10 @@ export type { SignatureHeaders };
 export interface TestKeyPair {
   /** A fresh partner id (a UUID), as the operator would issue. */
   partnerId: string;
-  /** What the service stores (register it with `counterpart partner create --public-key`). */
+  /**
+   * What the service stores: a fake server checks requests with it (verifyTestRequest); for a
+   * sandbox, send it to the sandbox's operator, who registers it.
+   */
   publicKeyPem: string;
   /** What the partner keeps, for `new Counterpart({ privateKey })`. */
   privateKeyPem: string;

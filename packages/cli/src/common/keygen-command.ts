@@ -9,7 +9,19 @@ import { fileErrorReason, UsageError } from "./errors.ts";
 import { emit, formatRecord, type OutputOptions } from "./output.ts";
 import { withGlobalOptions } from "./program.ts";
 
-export function registerKeygenCommand(program: Command): void {
+/**
+ * What to do with the public key, after its path. A partner cannot register a key itself: the
+ * operator does (`counterpart partner create --public-key`, an operator command the partner CLI
+ * does not have), so the partner CLI says to send the file to the operator.
+ */
+export type PublicKeyNext = "send to the operator" | "register";
+
+const publicKeyNext: Record<PublicKeyNext, string> = {
+  "send to the operator": "send this file to the operator, who registers it",
+  register: "register it: counterpart partner create --public-key ...",
+};
+
+export function registerKeygenCommand(program: Command, next: PublicKeyNext): void {
   program
     .command("keygen")
     .description("write a new Ed25519 key pair: DIR/private-key.pem (mode 0600) and DIR/public-key.pem")
@@ -49,7 +61,7 @@ export function registerKeygenCommand(program: Command): void {
           () =>
             formatRecord([
               ["private key", `${privatePath} (mode 0600; keep it secret)`],
-              ["public key", `${publicPath} (register it: counterpart partner create --public-key ...)`],
+              ["public key", `${publicPath} (${publicKeyNext[next]})`],
             ]),
         );
       }),

@@ -58,6 +58,27 @@ export function baseProgram(description: string): Command {
   return program;
 }
 
+/**
+ * The first word of `argv` that names no command where a command is expected, when `argv` asks for
+ * help. Commander prints the help of the deepest command it recognised (exit 0) before it checks
+ * the words after it, so `counterpart partner create --help` in the partner CLI, which has no
+ * `partner`, showed the root help as if the command existed. Options at these levels take no value
+ * (--json, --help, --version), so every other word is a command name.
+ */
+function unknownCommandAskedForHelp(program: Command, argv: readonly string[]): string | null {
+  if (!argv.some((a) => a === "--help" || a === "-h")) return null;
+  let command = program;
+  for (const arg of argv) {
+    if (arg === "--") return null;
+    if (arg.startsWith("-")) continue;
+    if (command.commands.length === 0) return null;
+    const sub = command.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (sub === undefined) return arg === "help" ? null : arg;
+    command = sub;
+  }
+  return null;
+}
+
 /** Parses and runs `argv` with the program `build` makes; resolves to the exit code. */
 export async function runProgram(
   argv: string[],
@@ -68,6 +89,8 @@ export async function runProgram(
     exitCode = code;
   });
   try {
+    const unknown = unknownCommandAskedForHelp(program, argv);
+    if (unknown !== null) throw new CliError(2, `unknown command '${unknown}'`);
     await program.parseAsync(argv, { from: "user" });
     return exitCode;
   } catch (err) {

@@ -82,5 +82,5 @@ export function registerLocalCommands(program: Command, env: Env): void {
         );
       }),
     );
-  registerKeygenCommand(program);
+  registerKeygenCommand(program, "register");
 }

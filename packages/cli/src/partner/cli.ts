@@ -19,7 +19,7 @@ export function buildPartnerProgram(env: Env, setExit: (code: 0 | 1) => void): C
   ).version(cliVersion);
   // Created first so that the partner commands join it with a description that has no operator side.
   program.command("client").description("your clients: onboarding, reads, updates and activation");
-  registerKeygenCommand(program);
+  registerKeygenCommand(program, "send to the operator");
   registerPartnerClientCommands(program, env);
   registerTradingCommands(program, env);
   registerEventsCommands(program, env);
