@@ -427,7 +427,8 @@ test("counterpart CLI against a running sandbox", async (t) => {
       status: 405,
       body: { code: 405, msg: "Method Not Allowed", msg_detail: null },
     });
-    assert.equal(unknownPath.code, 1);
+    // The partner commands' rule: a 404 is the caller's to fix (exit 2), as `order get` exits.
+    assert.equal(unknownPath.code, 2);
     assert.match(unknownPath.stdout, /^HTTP 404 Not Found\n/);
   });
 

@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { buildProgram } from "./operator/cli.ts";
+import { callExitCode } from "./partner/call-command.ts";
 import { buildPartnerProgram } from "./partner/cli.ts";
 import { assertFails, assertOk, runPartnerCli } from "./testing.ts";
 
@@ -87,4 +88,30 @@ test("keygen says to send the public key to the operator, who registers it", asy
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("call exits as the partner commands do: 2 for a 4xx the caller fixes, 1 for the rest", () => {
+  const codes = Object.fromEntries(
+    [200, 201, 204, 302, 400, 401, 404, 405, 408, 409, 413, 422, 429, 500, 503].map((s) => [
+      s,
+      callExitCode(s),
+    ]),
+  );
+  assert.deepEqual(codes, {
+    200: 0,
+    201: 0,
+    204: 0,
+    302: 1,
+    400: 2,
+    401: 1,
+    404: 2,
+    405: 1,
+    408: 1,
+    409: 2,
+    413: 2,
+    422: 2,
+    429: 1,
+    500: 1,
+    503: 1,
+  });
 });

@@ -25,7 +25,7 @@ function oneLine(message: string): string {
 export function globalOptions(program: Command): Command {
   return program.option(
     "--json",
-    'print one JSON object on stdout instead of text (a failure: {"error": {...}})',
+    'print JSON on stdout instead of text: one object (events tail: one line per event); a failure: {"error": {...}}',
   );
 }
 
@@ -82,7 +82,7 @@ function unknownCommandAskedForHelp(program: Command, argv: readonly string[]): 
 /** Parses and runs `argv` with the program `build` makes; resolves to the exit code. */
 export async function runProgram(
   argv: string[],
-  build: (setExit: (code: 0 | 1) => void) => Command,
+  build: (setExit: (code: 0 | 1 | 2) => void) => Command,
 ): Promise<number> {
   let exitCode = 0;
   const program = build((code) => {

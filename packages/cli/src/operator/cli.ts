@@ -2,8 +2,9 @@
 // set-status, asset, pair, ..., in this folder) and the partner's (client create ..., document,
 // deposit, withdraw, balance, quote, execute, order, in partner/).
 // Exit codes: 0 success, 2 bad input (one clear line on stderr), 1 any other failure. With --json
-// every command prints exactly one JSON object on stdout, failures included ({"error": {...}});
-// the stderr line is written either way. Nothing prints a stack trace.
+// every command prints exactly one JSON object on stdout, failures included ({"error": {...}}),
+// except `events tail`, which prints one JSON line per event; the stderr line is written either
+// way. Nothing prints a stack trace.
 
 import type { Command } from "commander";
 import type { Env } from "../common/local-files.ts";
@@ -23,7 +24,7 @@ import { registerWebhookCommands } from "./webhook-commands.ts";
 
 export { CliError, FailureError, UsageError } from "../common/errors.ts";
 
-export function buildProgram(env: Env, setExit: (code: 0 | 1) => void): Command {
+export function buildProgram(env: Env, setExit: (code: 0 | 1 | 2) => void): Command {
   const program = baseProgram("Counterpart brokerage: operator and partner commands");
   registerLocalCommands(program, env);
   registerPartnerCommands(program, env);

@@ -1,7 +1,8 @@
 // The partner commands' client: the SDK (`@counterpart/sdk`) signing as the partner that
 // target.ts resolves, and the translation of the SDK's errors into the CLI's exit codes
 // (docs/decisions.md "Operator side"): 2 for what the caller must fix (422, the 400 application codes, 404,
-// 409 and bad arguments), 1 for the rest (401, 5xx, no answer). A refusal is one stderr line with
+// 409 and bad arguments), 1 for the rest (401, 405, 408, 429, 5xx, no answer). `call` applies the
+// same rule to the status it prints (call-command.ts). A refusal is one stderr line with
 // the service's code and msg; with --json its status, code, msg and msg_detail are in `error`.
 
 import {
@@ -149,8 +150,11 @@ export function cliErrorOf(
   if (err instanceof ApiError) {
     const limit = err.limit === null ? "" : ` (limit ${err.limit})`;
     const line = `${refusal(err, `HTTP ${err.status}`)}${limit}`;
-    // 405 means the CLI and the service disagree on a route: not something the caller can fix.
-    return err.status === 405 ? new FailureError(line, details) : new UsageError(line, details);
+    // 405 means the CLI and the service disagree on a route: not something the caller can fix; a
+    // 408 (the request arrived too slowly, after the SDK's retries) applied nothing: send it again.
+    return err.status === 405 || err.status === 408
+      ? new FailureError(line, details)
+      : new UsageError(line, details);
   }
   if (err instanceof ServerError) {
     return new FailureError(

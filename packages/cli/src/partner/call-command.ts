@@ -17,8 +17,20 @@ interface CallOptions extends OutputOptions, PartnerFlags {
   data?: string;
 }
 
-/** Registers `call`; `setExit` receives 0 for a 2xx answer and 1 for any other. */
-export function registerCallCommand(program: Command, env: Env, setExit: (code: 0 | 1) => void): void {
+/**
+ * The exit code of an answer, by the rule of every partner command (api.ts): 0 for a 2xx; 2 for a
+ * 4xx the caller fixes by changing the request (400, 404, 409, 422, ...); 1 for the rest: 401 (the
+ * signature, clock or allow-list), 405 (no such method on the route), 408 and 429 (nothing was
+ * applied; send it again), 5xx and anything else.
+ */
+export function callExitCode(status: number): 0 | 1 | 2 {
+  if (status >= 200 && status < 300) return 0;
+  if (status >= 400 && status < 500 && ![401, 405, 408, 429].includes(status)) return 2;
+  return 1;
+}
+
+/** Registers `call`; `setExit` receives the answer's exit code (callExitCode). */
+export function registerCallCommand(program: Command, env: Env, setExit: (code: 0 | 1 | 2) => void): void {
   const callCommand = program
     .command("call")
     .description("sign and send one partner request; prints the status and body (--json: {status, body})")
@@ -28,7 +40,7 @@ export function registerCallCommand(program: Command, env: Env, setExit: (code: 
   partnerFlags(callCommand).action(
     withGlobalOptions(async (method: string, target: string, options: CallOptions) => {
       const result = await call(method, target, options, env);
-      setExit(result.status >= 200 && result.status < 300 ? 0 : 1);
+      setExit(callExitCode(result.status));
       emit(options, { status: result.status, body: result.body }, () => {
         const head = `HTTP ${result.status}${result.statusText ? ` ${result.statusText}` : ""}`;
         const note =

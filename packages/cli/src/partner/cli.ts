@@ -13,7 +13,7 @@ import { registerPartnerClientCommands } from "./client-commands.ts";
 import { registerEventsCommands } from "./events-commands.ts";
 import { registerTradingCommands } from "./trading-commands.ts";
 
-export function buildPartnerProgram(env: Env, setExit: (code: 0 | 1) => void): Command {
+export function buildPartnerProgram(env: Env, setExit: (code: 0 | 1 | 2) => void): Command {
   const program = baseProgram(
     "Counterpart partner commands: clients, documents, funding, trading and orders over the signed partner API",
   ).version(cliVersion);
