@@ -16,7 +16,7 @@ import {
   registerBodyParsers,
 } from "./http/body-parsing.ts";
 import { type ConnectionCaps, capConnections } from "./http/connection-caps.ts";
-import { clientErrorHandler, errorHandler, rawErrorResponse, sendError } from "./http/http-error.ts";
+import { clientErrorHandler, endWithError, errorHandler, sendError } from "./http/http-error.ts";
 import { addInputChecks, methodNotAllowedRoute } from "./http/input-checks.ts";
 import { LazySchemas } from "./http/lazy-schemas.ts";
 import type { HttpMetrics } from "./http/metrics.ts";
@@ -261,8 +261,7 @@ function baseApp(services: Services, options: AppOptions): FastifyInstance {
   // read, instead of Node closing the socket without a word.
   app.server.on("connect", (_request: http.IncomingMessage, socket: Socket) => {
     socket.on("error", () => {});
-    socket.end(rawErrorResponse("bad_request"));
-    socket.setTimeout(1_000, () => socket.destroy());
+    endWithError(socket, "bad_request");
   });
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 lets a server answer 417
   // or not): the request is served as if it had none, instead of Node's 417 with no body.

@@ -160,6 +160,12 @@ describe("requests Node parses that the service cannot read, and methods its rou
     ["a CONNECT", "CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n"],
     ["HTTP/1.1 without Host", "GET /v1/public/countries/ae HTTP/1.1\r\n\r\n"],
     ["two Host fields", "GET /v1/public/countries/ae HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"],
+    // RFC 10008 §2: a QUERY without Content-Type must fail (it was a 500), on any path.
+    ["a QUERY without Content-Type", "QUERY /v1/public/assets HTTP/1.1\r\nHost: a\r\n\r\n"],
+    [
+      "a QUERY without Content-Type, signed space",
+      "QUERY /v1/partner/asset-pairs HTTP/1.1\r\nHost: a\r\n\r\n",
+    ],
   ] as const) {
     test(`${name}: 400 in the contract's shape, then the socket closes`, async () => {
       const res = await send(text);

@@ -101,7 +101,7 @@ export function errorHandler(
 }
 
 /** The raw bytes of an error response written straight to a socket, in the contract's shape. */
-export function rawErrorResponse(name: ErrorName): string {
+function rawErrorResponse(name: ErrorName): string {
   const body = JSON.stringify(errorBody(name));
   const { status, msg } = errorCatalog[name];
   return (
@@ -171,13 +171,19 @@ export function clientErrorHandler(err: Error, socket: Socket): void {
 function answer(err: Error, socket: Socket): void {
   if (socket.destroyed || !socket.writable) return;
   const code = (err as NodeJS.ErrnoException).code;
-  const response =
+  endWithError(
+    socket,
     code === "ERR_HTTP_REQUEST_TIMEOUT"
-      ? rawErrorResponse("request_timeout")
+      ? "request_timeout"
       : code === "HPE_HEADER_OVERFLOW"
-        ? rawErrorResponse("headers_too_large")
-        : rawErrorResponse("bad_request");
-  socket.end(response);
+        ? "headers_too_large"
+        : "bad_request",
+  );
+}
+
+/** Answers a socket Node handed over unparsed with one of the contract's errors, then closes it. */
+export function endWithError(socket: Socket, name: ErrorName): void {
+  socket.end(rawErrorResponse(name));
   // A client that does not read its answer must not hold the socket either.
   socket.setTimeout(1_000, () => socket.destroy());
 }
